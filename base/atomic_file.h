@@ -1,0 +1,43 @@
+// Whole-file output that never leaves a partial file behind.
+//
+// AtomicFile writes to "<path>.tmp.<pid>" and renames it over <path> on Commit(). If the object is
+// destroyed without Commit() (an error, an exception), the temporary file is removed and <path> is
+// untouched. Not thread-safe: one writer per object.
+#pragma once
+
+#include <fstream>
+#include <string>
+
+#include "base/status.h"
+
+namespace megascale {
+
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  // Opens the temporary file; fails with a message naming the path if its folder is not writable.
+  Status Open(bool binary = false);
+  std::ostream& stream() { return out_; }
+  // Flushes, closes and renames into place. After an error the temporary file is removed.
+  Status Commit();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::string tmp_path_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+// Convenience: writes `content` to `path` atomically.
+Status WriteFileAtomically(const std::string& path, const std::string& content);
+
+// Reads a whole file; NotFound names the path when it is missing.
+Result<std::string> ReadFile(const std::string& path);
+
+}  // namespace megascale

@@ -1,0 +1,81 @@
+// Status and Result<T>: the one error idiom of megascale.
+//
+// Library code never prints and never exits on bad input: it returns a Status whose message names
+// the input (a field path such as "layout.tp"), the offending value and the rule it broke. Only the
+// CLI turns a Status into a message on stderr and an exit code. Thread-safe as values (no shared state).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace megascale {
+
+class Status {
+ public:
+  enum class Code { kOk = 0, kInvalidInput, kNotFound, kIoError, kInternal, kFailedRun };
+
+  Status() = default;
+  static Status Ok() { return Status(); }
+  static Status InvalidInput(std::string msg) { return Status(Code::kInvalidInput, std::move(msg)); }
+  static Status NotFound(std::string msg) { return Status(Code::kNotFound, std::move(msg)); }
+  static Status IoError(std::string msg) { return Status(Code::kIoError, std::move(msg)); }
+  static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
+  // The job itself failed (a simulated or real rank died): not an input error.
+  static Status FailedRun(std::string msg) { return Status(Code::kFailedRun, std::move(msg)); }
+
+  // Builds the canonical bad-field message: "<field> = <value>: <rule>".
+  static Status BadField(const std::string& field, const std::string& value, const std::string& rule) {
+    return InvalidInput(field + " = " + value + ": " + rule);
+  }
+
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+  std::string ToString() const { return ok() ? "OK" : message_; }
+
+ private:
+  Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+// Result<T> holds either a value or a non-OK Status.
+template <typename T>
+class Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}            // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {}     // NOLINT: implicit by design
+
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+}  // namespace megascale
+
+// Propagates a non-OK Status to the caller.
+#define MS_RETURN_IF_ERROR(expr)                 \
+  do {                                           \
+    ::megascale::Status ms_status_ = (expr);     \
+    if (!ms_status_.ok()) return ms_status_;     \
+  } while (0)
+
+#define MS_CONCAT_INNER(a, b) a##b
+#define MS_CONCAT(a, b) MS_CONCAT_INNER(a, b)
+// Declares `lhs` from a Result, or returns its Status.
+#define MS_ASSIGN_OR_RETURN(lhs, expr) MS_ASSIGN_OR_RETURN_IMPL(MS_CONCAT(ms_result_, __LINE__), lhs, expr)
+#define MS_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                             \
+  if (!tmp.ok()) return tmp.status();            \
+  lhs = std::move(tmp).value()

@@ -1,0 +1,28 @@
+// The one source of every headline figure (STYLE rule 9): model FLOPs, MFU, TFLOP/s per GPU,
+// tokens per second. The planner, the simulator, the executor and the diagnosis all call these.
+#pragma once
+
+#include <cstdint>
+
+#include "planner/model.pb.h"
+
+namespace megascale {
+
+// Model FLOPs of one training step (forward + backward, no recompute), counted the way MegaScale
+// and Megatron-LM count them: every GEMM and the full s x s attention (not halved for causality;
+// a sliding window w counts min(w, s) keys per query). For a plain GPT (ffn 4h, no GQA, full
+// attention) this equals 72 B s l h^2 (1 + s/(6h) + V/(12 l h)). REQUIRES: a resolved model.
+double ModelFlopsPerStep(const ModelSpec& model, int64_t global_batch);
+
+// As executed: ModelFlopsPerStep plus the forward FLOPs recomputed in the backward.
+double HardwareFlopsPerStep(const ModelSpec& model, int64_t global_batch, Recompute recompute);
+
+// Model FLOP utilization: flops / (gpus x peak x seconds). Returns 0 when seconds <= 0.
+double Mfu(double flops_per_step, int gpus, double peak_flops_per_gpu, double step_time_s);
+
+// Model TFLOP/s achieved per GPU.
+double TflopsPerGpu(double flops_per_step, int gpus, double step_time_s);
+
+double TokensPerSecond(int64_t tokens_per_step, double step_time_s);
+
+}  // namespace megascale

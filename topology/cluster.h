@@ -1,0 +1,95 @@
+// The cluster as a graph (Boost.Graph): GPUs, NVSwitches, NICs, switch tiers, and directed links
+// with bandwidth and latency (a full-duplex cable is two directed edges). Builders for the shapes
+// users have: 8-GPU NVSwitch nodes joined by MegaScale's rail-optimized three-tier CLOS, a plain
+// two-tier fat tree, or an ideal non-blocking switch (topology/cluster.proto).
+//
+// Routing is structural (up-down through the tiers), O(path length) per query, so a 12,288-GPU
+// cluster routes without graph searches. ECMP: where several equal-cost uplinks exist, a flow's
+// choice is a hash of (src, dst, flow id, seed), so collisions happen where they would.
+// Immutable after Build(); const methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include "base/status.h"
+#include "topology/cluster.pb.h"
+#include "topology/hardware.h"
+
+namespace megascale::topology {
+
+enum class VertexKind { kGpu, kNvSwitch, kNic, kTor, kAgg, kSpine };
+enum class LinkClass { kNvLink, kPcie, kNicToTor, kTorToAgg, kAggToSpine };
+
+struct VertexProps {
+  VertexKind kind = VertexKind::kGpu;
+  int node = -1;      // node index for GPUs, NVSwitches and NICs; -1 for switches
+  int index = -1;     // GPU id for GPUs; per-kind index otherwise
+  int rail = -1;      // NICs and rail ToRs: the rail; -1 elsewhere
+  std::string name;   // "n3-g5", "tor-r2-7", ...
+};
+
+struct EdgeProps {
+  int id = -1;                      // dense index over all directed links, 0..num_links-1
+  LinkClass cls = LinkClass::kNvLink;
+  double bandwidth_bytes_per_s = 0;
+  double latency_s = 0;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexProps,
+                                    EdgeProps>;
+using Vertex = Graph::vertex_descriptor;
+
+// A route as the ids of the directed links it crosses, in order.
+using Path = std::vector<int>;
+
+class Cluster {
+ public:
+  // REQUIRES: a spec that passed ResolveScenario (catalogue figures filled in).
+  static Result<Cluster> Build(const ClusterSpec& spec);
+
+  const Graph& graph() const { return graph_; }
+  const ClusterSpec& spec() const { return spec_; }
+  int num_gpus() const { return num_gpus_; }
+  int num_nodes() const { return num_gpus_ / gpus_per_node_; }
+  int gpus_per_node() const { return gpus_per_node_; }
+  int node_of(int gpu) const { return gpu / gpus_per_node_; }
+  int num_links() const { return static_cast<int>(links_.size()); }
+  Vertex gpu_vertex(int gpu) const { return gpu_vertices_[gpu]; }
+  // The directed link with dense id `id`.
+  const EdgeProps& link(int id) const { return links_[id]; }
+  Vertex link_source(int id) const { return link_ends_[id].first; }
+  Vertex link_target(int id) const { return link_ends_[id].second; }
+
+  // The route a flow from GPU src to GPU dst takes; flow_id distinguishes flows (queue pairs) of
+  // the same pair for ECMP hashing. Same GPU: empty path.
+  Path Route(int src_gpu, int dst_gpu, uint64_t flow_id = 0) const;
+  // Every equal-cost shortest route between two GPUs (small clusters; for tests and reports).
+  std::vector<Path> EcmpRoutes(int src_gpu, int dst_gpu) const;
+  // Number of links crossed by Route(src, dst).
+  int HopCount(int src_gpu, int dst_gpu) const;
+  double RouteLatency(const Path& path) const;
+  // Min bandwidth along the path.
+  double RouteBandwidth(const Path& path) const;
+  // Bisection bandwidth in bytes/s: capacity from the first half of the nodes to the second half
+  // through the switch fabric (max-flow on the graph; small clusters).
+  double BisectionBandwidth() const;
+
+ private:
+  ClusterSpec spec_;
+  Graph graph_;
+  int num_gpus_ = 0;
+  int gpus_per_node_ = 0;
+  std::vector<Vertex> gpu_vertices_;
+  std::vector<EdgeProps> links_;
+  std::vector<std::pair<Vertex, Vertex>> link_ends_;
+  // Structural routing tables (builder-specific), filled by Build().
+  struct Routing;
+  std::shared_ptr<const Routing> routing_;
+};
+
+}  // namespace megascale::topology

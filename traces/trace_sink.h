@@ -1,0 +1,35 @@
+// Where trace records go while a run produces them: a file writer, the streaming diagnosis, or a
+// fan-out to several. Producers (sim, exec) call these in time order per rank: the events of one
+// rank arrive in the order their ops ended. Not thread-safe: one producer thread per sink.
+#pragma once
+
+#include <vector>
+
+#include "base/status.h"
+#include "traces/trace.pb.h"
+
+namespace megascale {
+
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  virtual void OnHeader(const TraceHeader& header) = 0;
+  virtual void OnEvent(const TraceEvent& event) = 0;
+  virtual void OnStatus(const RankStatus& status) = 0;
+  virtual void OnEnd(const RunEnd& end) = 0;
+};
+
+// Forwards every record to each of its sinks (not owned).
+class FanOutSink : public TraceSink {
+ public:
+  explicit FanOutSink(std::vector<TraceSink*> sinks) : sinks_(std::move(sinks)) {}
+  void OnHeader(const TraceHeader& h) override { for (auto* s : sinks_) s->OnHeader(h); }
+  void OnEvent(const TraceEvent& e) override { for (auto* s : sinks_) s->OnEvent(e); }
+  void OnStatus(const RankStatus& r) override { for (auto* s : sinks_) s->OnStatus(r); }
+  void OnEnd(const RunEnd& e) override { for (auto* s : sinks_) s->OnEnd(e); }
+
+ private:
+  std::vector<TraceSink*> sinks_;
+};
+
+}  // namespace megascale
