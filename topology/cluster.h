@@ -23,7 +23,10 @@
 namespace megascale::topology {
 
 enum class VertexKind { kGpu, kNvSwitch, kNic, kTor, kAgg, kSpine };
-enum class LinkClass { kNvLink, kPcie, kNicToTor, kTorToAgg, kAggToSpine };
+// kTorToSpine: FAT_TREE's leaf -> spine tier (two tiers, no aggregation). Added last so that the
+// earlier values keep their numbers.
+enum class LinkClass { kNvLink, kPcie, kNicToTor, kTorToAgg, kAggToSpine, kTorToSpine };
+const char* LinkClassName(LinkClass cls);  // "nvlink", "pcie", "nic-tor", ...
 
 struct VertexProps {
   VertexKind kind = VertexKind::kGpu;
@@ -72,14 +75,26 @@ class Cluster {
   std::vector<Path> EcmpRoutes(int src_gpu, int dst_gpu) const;
   // Number of links crossed by Route(src, dst).
   int HopCount(int src_gpu, int dst_gpu) const;
+  // Sum of the link latencies along the path, in seconds (0 for an empty path).
   double RouteLatency(const Path& path) const;
-  // Min bandwidth along the path.
+  // Min bandwidth along the path, bytes/s (+infinity for an empty path: a GPU to itself).
   double RouteBandwidth(const Path& path) const;
   // Bisection bandwidth in bytes/s: capacity from the first half of the nodes to the second half
   // through the switch fabric (max-flow on the graph; small clusters).
   double BisectionBandwidth() const;
 
+  // Number of directed links of one class.
+  int CountLinks(LinkClass cls) const;
+  // Number of vertices of one kind.
+  int CountVertices(VertexKind kind) const;
+
+  // The fixed seed mixed into every ECMP hash (see docs/topology.md). A caller that wants another
+  // spread (a simulation seed) folds it into flow_id.
+  static constexpr uint64_t kEcmpSeed = 0x6d65676173636c65ULL;  // "megascle"
+
  private:
+  friend class ClusterBuilder;  // topology/cluster_builder.h fills the graph and routing tables
+
   ClusterSpec spec_;
   Graph graph_;
   int num_gpus_ = 0;

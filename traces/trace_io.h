@@ -29,9 +29,15 @@ class TraceFileWriter : public TraceSink {
  private:
   explicit TraceFileWriter(const std::string& path) : file_(path) {}
   void Write(const TraceRecord& record);
+  // Appends one record holding `body` as its field `field` (see trace_io.cc for why this is exact).
+  void Append(int field, const google::protobuf::MessageLite& body);
+  void FlushBuffer();
   AtomicFile file_;
   int64_t records_ = 0;
   bool closed_ = false;
+  bool header_first_ = false;   // the first record written was a header
+  Status close_status_;
+  std::string buffer_;          // records not yet handed to the stream; written in large blocks
 };
 
 class TraceReader {
@@ -42,12 +48,20 @@ class TraceReader {
   // Reads the next record after the header. Returns false at the end of the file;
   // InvalidInput (naming the path and byte offset) on a corrupt record.
   Result<bool> Next(TraceRecord* record);
+  // Byte offset of the next record in the file.
+  int64_t offset() const { return offset_; }
 
  private:
+  // Makes at least `need` bytes available after pos_ unless the file ends first; false then.
+  Status Fill(size_t need, bool* available);
   std::string path_;
   std::ifstream in_;
   TraceHeader header_;
   int64_t offset_ = 0;
+  std::vector<char> buf_;   // a window of the file: [pos_, end_) not yet parsed
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  bool eof_ = false;
 };
 
 // A whole trace in memory, for small traces and tests.

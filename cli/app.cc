@@ -1,0 +1,92 @@
+#include "cli/app.h"
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+namespace megascale::cli {
+namespace {
+
+int ExitCodeFor(const Status& s) {
+  if (s.ok()) return 0;
+  switch (s.code()) {
+    case Status::Code::kInvalidInput:
+    case Status::Code::kNotFound:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "megascale: plan, simulate and diagnose LLM training at scale.\n"
+      "A scenario (protobuf text format, see scenarios/) describes the model, the cluster, the\n"
+      "layout and any injected faults."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "megascale 0.1");
+
+  PlanArgs plan;
+  auto* plan_cmd = app.add_subcommand("plan", "Build the plan of a scenario and print its predicted step time and MFU");
+  plan_cmd->add_option("scenario", plan.scenario, "Scenario file (.textproto)")->required();
+  plan_cmd->add_flag("--json", plan.json, "Print one JSON object (layout and predicted figures)");
+
+  SimulateArgs sim;
+  auto* sim_cmd = app.add_subcommand("simulate", "Run one or more training steps of a scenario on the simulated cluster");
+  sim_cmd->add_option("scenario", sim.scenario, "Scenario file (.textproto)")->required();
+  sim_cmd->add_flag("--json", sim.json,
+                    "Print one JSON object: iteration_time_s, tokens_per_s, mfu, tflops_per_gpu, breakdown, ...");
+  sim_cmd->add_flag("-q,--quiet", sim.quiet, "No progress lines on stderr");
+  sim_cmd->add_option("--trace", sim.trace, "Write the binary trace here (overrides outputs.trace)");
+  sim_cmd->add_option("--chrome", sim.chrome,
+                      "Write a Chrome/Perfetto trace JSON here (overrides outputs.chrome_trace)");
+
+  DiagnoseArgs diag;
+  auto* diag_cmd = app.add_subcommand("diagnose", "Analyse a trace: step time, MFU, breakdown, stragglers, failures");
+  diag_cmd->add_option("trace", diag.trace, "Trace file written by simulate or run")->required();
+  diag_cmd->add_flag("--json", diag.json, "Print the findings as one JSON object");
+  diag_cmd->add_option("--straggler-threshold", diag.straggler_threshold,
+                       "Compute slowdown against stage peers that marks a straggler")
+      ->default_val(0.02)
+      ->check(CLI::Range(0.0, 10.0));
+
+  ExportArgs exp;
+  auto* exp_cmd = app.add_subcommand("export", "Convert a trace to Chrome/Perfetto trace JSON (ui.perfetto.dev)");
+  exp_cmd->add_option("trace", exp.trace, "Trace file")->required();
+  exp_cmd->add_option("--chrome", exp.chrome, "Output JSON path")->required();
+
+  ValidateArgs val;
+  auto* val_cmd = app.add_subcommand("validate", "Check a scenario and print it with every default filled in");
+  val_cmd->add_option("scenario", val.scenario, "Scenario file (.textproto)")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  Status status;
+  if (*plan_cmd) status = RunPlan(plan);
+  else if (*sim_cmd) status = RunSimulate(sim);
+  else if (*diag_cmd) status = RunDiagnose(diag);
+  else if (*exp_cmd) status = RunExport(exp);
+  else if (*val_cmd) status = RunValidate(val);
+
+  if (!status.ok()) {
+    std::cerr << "megascale: error: " << status.message() << "\n";
+  }
+  return ExitCodeFor(status);
+}
+
+}  // namespace megascale::cli

@@ -1,0 +1,125 @@
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/views.h"
+#include "planner/plan_builder.h"
+#include "sim/simulator.h"
+#include "traces/chrome_export.h"
+#include "traces/diagnosis.h"
+#include "traces/trace_io.h"
+
+namespace megascale::cli {
+namespace {
+
+// Passes everything but per-operator events: what a trace file holds at outputs.detail TRACE_NONE
+// (the streaming diagnosis still sees every event).
+class NoEventsSink : public TraceSink {
+ public:
+  explicit NoEventsSink(TraceSink* next) : next_(next) {}
+  void OnHeader(const TraceHeader& h) override { next_->OnHeader(h); }
+  void OnEvent(const TraceEvent&) override {}
+  void OnStatus(const RankStatus& s) override { next_->OnStatus(s); }
+  void OnEnd(const RunEnd& e) override { next_->OnEnd(e); }
+
+ private:
+  TraceSink* next_;
+};
+
+void PrintText(const Scenario& scenario, const Plan& plan, const DiagnosisReport& r,
+               const SimStats& stats) {
+  const Prediction& p = plan.prediction();
+  std::printf("scenario      %s\n", scenario.name().c_str());
+  std::printf("cluster       %d x %s\n", plan.world_size(), plan.cluster().gpu().c_str());
+  std::printf("layout        %s\n", LayoutLine(plan).c_str());
+  if (r.steps_completed > 0) {
+    std::printf("simulated     step %.3f s, MFU %.1f%%, %.1f TFLOP/s per GPU, %.0f tokens/s\n",
+                r.iteration_time_s, 100 * r.mfu, r.tflops_per_gpu, r.tokens_per_s);
+    const double t = r.iteration_time_s;
+    std::printf("breakdown     compute %.1f%%, exposed communication %.1f%%, bubble %.1f%%\n",
+                100 * r.breakdown.compute_s / t, 100 * r.breakdown.exposed_comm_s / t,
+                100 * r.breakdown.bubble_s / t);
+  }
+  std::printf("planner       step %.3f s, MFU %.1f%% (uncontended prediction)\n", p.iteration_time_s(),
+              100 * p.mfu());
+  for (const auto& s : r.stragglers) {
+    std::printf("straggler     rank %d (stage %d): compute %.1f%% slower than its stage peers\n", s.rank,
+                s.stage, 100 * s.slowdown);
+  }
+  if (r.failure) {
+    std::printf("failure       rank %d stopped at t = %.3f s, detected at %.3f s (%s)\n", r.failure->rank,
+                r.failure->time_s, r.failure->detected_s, r.failure->evidence.c_str());
+  }
+  std::printf("steps         %d completed%s\n", r.steps_completed, r.run_failed ? ", job failed" : "");
+  std::printf("simulation    %.1f s wall, %.0f MiB peak, %d actors, %lld network activities\n",
+              stats.wall_s, PeakRssMiB(), stats.actors, static_cast<long long>(stats.network_activities));
+}
+
+}  // namespace
+
+Status RunSimulate(const SimulateArgs& args) {
+  MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
+  OutputSpec* out = scenario.mutable_outputs();
+  if (!args.trace.empty()) out->set_trace(args.trace);
+  if (!args.chrome.empty()) {
+    if (out->detail() == TRACE_NONE) {
+      return Status::BadField("--chrome", "\"" + args.chrome + "\"",
+                              "needs outputs.detail: TRACE_OPS in the scenario (a timeline needs events)");
+    }
+    out->set_chrome_trace(args.chrome);
+  }
+  if (args.quiet) scenario.mutable_sim()->set_progress(false);
+
+  MS_ASSIGN_OR_RETURN(Plan plan, BuildPlan(scenario));
+
+  // A Chrome export reads a trace file; without one asked for, write it beside the JSON and drop it.
+  std::string trace_path = out->trace();
+  const bool temporary_trace = trace_path.empty() && !out->chrome_trace().empty();
+  if (temporary_trace) trace_path = out->chrome_trace() + ".trace";
+
+  DiagnosisEngine diagnosis;
+  std::unique_ptr<TraceFileWriter> writer;
+  std::unique_ptr<NoEventsSink> header_only;
+  std::vector<TraceSink*> sinks = {&diagnosis};
+  if (!trace_path.empty()) {
+    MS_ASSIGN_OR_RETURN(writer, TraceFileWriter::Create(trace_path));
+    if (out->detail() == TRACE_NONE) {
+      header_only = std::make_unique<NoEventsSink>(writer.get());
+      sinks.push_back(header_only.get());
+    } else {
+      sinks.push_back(writer.get());
+    }
+  }
+  FanOutSink fan(sinks);
+  MS_ASSIGN_OR_RETURN(SimStats stats, Simulate(scenario, plan, &fan));
+  if (writer) MS_RETURN_IF_ERROR(writer->Close());
+  if (!out->chrome_trace().empty()) {
+    Status exported = ExportChromeTrace(trace_path, out->chrome_trace());
+    if (temporary_trace) std::remove(trace_path.c_str());
+    MS_RETURN_IF_ERROR(exported);
+  }
+  DiagnosisReport report = diagnosis.Finish();
+
+  if (args.json) {
+    nlohmann::json j = nlohmann::json::parse(ReportToJson(report));
+    j["scenario"] = scenario.name();
+    j["gpus"] = plan.world_size();
+    j["gpu"] = plan.cluster().gpu();
+    j["layout"] = LayoutJson(plan);
+    j["predicted"] = PredictionJson(plan.prediction());
+    j["sim"] = {{"wall_s", stats.wall_s},
+                {"peak_rss_mib", PeakRssMiB()},
+                {"actors", stats.actors},
+                {"network_activities", stats.network_activities},
+                {"trace_events", stats.trace_events},
+                {"simulated_end_s", stats.simulated_end_s}};
+    j["outputs"] = {{"trace", out->trace()}, {"chrome_trace", out->chrome_trace()}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    PrintText(scenario, plan, report, stats);
+  }
+  return Status::Ok();
+}
+
+}  // namespace megascale::cli

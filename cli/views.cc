@@ -1,0 +1,61 @@
+#include "cli/views.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+
+#include "planner/scenario_io.h"
+#include "planner/validate.h"
+
+namespace megascale::cli {
+
+Result<Scenario> LoadResolvedScenario(const std::string& path) {
+  MS_ASSIGN_OR_RETURN(Scenario raw, LoadScenario(path));
+  return ResolveScenario(raw);
+}
+
+nlohmann::json LayoutJson(const Plan& plan) {
+  const LayoutSpec& l = plan.layout();
+  return {{"tp", l.tp()},
+          {"pp", l.pp()},
+          {"dp", l.dp()},
+          {"virtual_stages", l.virtual_stages()},
+          {"sequence_parallel", l.sequence_parallel()},
+          {"zero_stage", l.zero_stage()},
+          {"schedule", Schedule_Name(l.schedule())},
+          {"recompute", Recompute_Name(l.recompute())},
+          {"micro_batch", plan.training().micro_batch()},
+          {"global_batch", plan.training().global_batch()},
+          {"microbatches_per_replica", plan.microbatches()}};
+}
+
+nlohmann::json PredictionJson(const Prediction& p) {
+  return {{"iteration_time_s", p.iteration_time_s()},
+          {"tokens_per_s", p.tokens_per_s()},
+          {"mfu", p.mfu()},
+          {"hfu", p.hfu()},
+          {"tflops_per_gpu", p.tflops_per_gpu()},
+          {"breakdown",
+           {{"compute_s", p.compute_s()},
+            {"exposed_comm_s", p.exposed_comm_s()},
+            {"bubble_s", p.bubble_s()}}},
+          {"memory_per_gpu_gb", p.memory_per_gpu_gb()}};
+}
+
+std::string LayoutLine(const Plan& plan) {
+  const LayoutSpec& l = plan.layout();
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "TP %d x PP %d%s x DP %d, micro-batch %d, %d micro-batches, ZeRO-%d",
+                l.tp(), l.pp(),
+                l.virtual_stages() > 1 ? (" (" + std::to_string(l.virtual_stages()) + " virtual)").c_str() : "",
+                l.dp(), plan.training().micro_batch(), plan.microbatches(), l.zero_stage());
+  return buf;
+}
+
+double PeakRssMiB() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // Linux reports KiB
+}
+
+}  // namespace megascale::cli

@@ -1,0 +1,25 @@
+// Shared pieces of the CLI's output: loading a scenario the one way, and the JSON views of a
+// layout and of a plan's prediction, so `plan` and `simulate` print the same names.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "planner/plan.pb.h"
+#include "planner/scenario.pb.h"
+
+namespace megascale::cli {
+
+// LoadScenario + ResolveScenario.
+Result<Scenario> LoadResolvedScenario(const std::string& path);
+
+nlohmann::json LayoutJson(const Plan& plan);
+nlohmann::json PredictionJson(const Prediction& p);
+// "TP 8 x PP 8 (6 virtual) x DP 192, micro-batch 1, 32 micro-batches, ZeRO-1"
+std::string LayoutLine(const Plan& plan);
+// Peak resident memory of this process in MiB.
+double PeakRssMiB();
+
+}  // namespace megascale::cli

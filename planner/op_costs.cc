@@ -1,0 +1,109 @@
+#include "planner/op_costs.h"
+
+#include <algorithm>
+
+namespace megascale {
+namespace {
+
+struct Dims {
+  double tokens;    // b x s of the micro-batch
+  double h, ffn, v, s_eff;
+  double qkv_out;   // h + 2 x kv_heads x head_dim
+  double kv_width;  // kv_heads x head_dim
+  double t;         // TP size
+  double sp_tokens; // tokens an element-wise op over [tokens, h] touches per GPU
+};
+
+Dims DimsOf(const OpShape& shape) {
+  const ModelSpec& m = shape.model;
+  Dims d;
+  d.tokens = static_cast<double>(shape.micro_batch) * m.seq_len();
+  d.h = m.hidden();
+  d.ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * m.hidden();
+  d.v = m.vocab();
+  d.s_eff = m.sliding_window() > 0 ? std::min(m.sliding_window(), m.seq_len()) : m.seq_len();
+  const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
+  d.kv_width = kv * (d.h / m.heads());
+  d.qkv_out = d.h + 2.0 * d.kv_width;
+  d.t = shape.tp;
+  // With SP, LayerNorm and the residual path are sharded along the sequence; without it every TP
+  // rank repeats them on the full sequence.
+  d.sp_tokens = shape.sequence_parallel ? d.tokens / d.t : d.tokens;
+  return d;
+}
+
+// [m x k] x [k x n]: 2mnk FLOPs; reads both operands, writes the result.
+OpCost Gemm(double m, double k, double n) {
+  return {2.0 * m * n * k, kActivationBytes * (m * k + k * n + m * n)};
+}
+
+OpCost ForwardCost(OpKind kind, const Dims& d) {
+  const double a = kActivationBytes;
+  switch (kind) {
+    case QKV_GEMM: return Gemm(d.tokens, d.h, d.qkv_out / d.t);
+    case ATTN_PROJ_GEMM: return Gemm(d.tokens, d.h / d.t, d.h);
+    case FFN_UP_GEMM: return Gemm(d.tokens, d.h, d.ffn / d.t);
+    case FFN_DOWN_GEMM: return Gemm(d.tokens, d.ffn / d.t, d.h);
+    case LM_HEAD: return Gemm(d.tokens, d.h, d.v / d.t);
+    case ATTENTION:
+      // QK^T and the weighted sum, 2 x 2 x s_eff x h per token; FlashAttention-class I/O:
+      // read Q, K, V, write O.
+      return {4.0 * d.tokens * d.s_eff * d.h / d.t,
+              a * d.tokens * (2.0 * d.h + 2.0 * d.kv_width) / d.t};
+    case LAYERNORM: return {0, 2.0 * a * d.sp_tokens * d.h};       // read x, write y
+    case RESIDUAL_ADD: return {0, 3.0 * a * d.sp_tokens * d.h};    // read two, write one
+    case GELU: return {0, 2.0 * a * d.tokens * d.ffn / d.t};
+    case EMBEDDING: return {0, 2.0 * a * d.tokens * d.h};          // gather rows, write
+    case CROSS_ENTROPY:
+      // Read bf16 logits, write fp32 softmax (kept for the backward).
+      return {0, (a + 4.0) * d.tokens * d.v / d.t};
+    default: return {};
+  }
+}
+
+}  // namespace
+
+OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape) {
+  const Dims d = DimsOf(shape);
+  OpCost fwd = ForwardCost(kind, d);
+  if (phase != BACKWARD) return fwd;
+  switch (kind) {
+    case QKV_GEMM: case ATTN_PROJ_GEMM: case FFN_UP_GEMM: case FFN_DOWN_GEMM: case LM_HEAD:
+    case ATTENTION:
+      // Input and weight gradients: two GEMMs the size of the forward one.
+      return {2.0 * fwd.flops, 2.0 * fwd.bytes};
+    case LAYERNORM: case GELU:
+      // Read x and dy, write dx.
+      return {0, 1.5 * fwd.bytes};
+    default: return fwd;
+  }
+}
+
+double TpActivationBytes(const OpShape& shape) {
+  return kActivationBytes * shape.micro_batch * static_cast<double>(shape.model.seq_len()) *
+         shape.model.hidden();
+}
+
+double PpActivationBytes(const OpShape& shape) {
+  return TpActivationBytes(shape) / (shape.sequence_parallel ? shape.tp : 1);
+}
+
+double LayerParams(const ModelSpec& m) {
+  const double h = m.hidden();
+  const double ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * h;
+  const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
+  const double qkv_out = h + 2.0 * kv * (h / m.heads());
+  // Weights and biases of QKV, projection, FFN up and down; two LayerNorms (gain, bias).
+  return h * qkv_out + qkv_out + h * h + h + 2.0 * h * ffn + ffn + h + 4.0 * h;
+}
+
+double EmbeddingParams(const ModelSpec& m) {
+  return static_cast<double>(m.vocab()) * m.hidden() + 2.0 * m.hidden();
+}
+
+OpCost OptimizerCost(double params) {
+  // Reads: grad (bf16), fp32 master, m, v = 14 bytes; writes: master, m, v, bf16 weight = 14.
+  return {0, 28.0 * params};
+}
+
+}  // namespace megascale

@@ -1,0 +1,56 @@
+// Per-operator work: FLOPs and HBM bytes per GPU for one micro-batch, for every compute OpKind of
+// plan.proto, forward and backward, given TP and SP; the payloads of the communication ops; the
+// parameter counts that DP and the optimizer move. The one set of formulas every part uses.
+//
+// Conventions (they make the per-op FLOPs of a step sum to metrics.h's figures exactly):
+//  * GEMMs and attention count Megatron's way: 2 m n k per GEMM, full s x s_eff attention;
+//    backward = 2 x forward FLOPs and bytes (input and weight gradients).
+//  * Element-wise ops (LayerNorm, GELU, residual add, embedding, cross-entropy, optimizer) carry 0
+//    FLOPs: they are memory-bound, and the model-FLOP convention does not count them.
+//  * Activations and weights are bf16 (2 bytes); the optimizer keeps fp32 master weights, m and v.
+// Pure functions of their inputs; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "planner/model.pb.h"
+#include "planner/plan.pb.h"
+
+namespace megascale {
+
+struct OpCost {
+  double flops = 0;  // per GPU
+  double bytes = 0;  // HBM bytes read + written per GPU
+};
+
+// The shape every per-op figure depends on. REQUIRES: a resolved model, tp >= 1.
+struct OpShape {
+  ModelSpec model;
+  int micro_batch = 1;
+  int tp = 1;
+  bool sequence_parallel = false;
+};
+
+constexpr double kActivationBytes = 2;  // bf16
+
+// Compute cost of `kind` (a compute OpKind, not OPTIMIZER_STEP) for one micro-batch.
+// phase FORWARD and RECOMPUTE cost the forward; BACKWARD the backward.
+OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape);
+
+// Full activation buffer [micro_batch x seq x hidden] in bytes: the payload (comm_bytes) of the
+// TP all-gather / reduce-scatter / all-reduce around a layer's GEMMs.
+double TpActivationBytes(const OpShape& shape);
+// Bytes one GPU sends to the next stage per micro-batch: sequence-sharded (1/tp) with SP.
+double PpActivationBytes(const OpShape& shape);
+
+// Parameters of one transformer layer (whole layer, all TP shards).
+double LayerParams(const ModelSpec& model);
+// Parameters of the word embedding (also the tied LM head's copy on the last stage) plus the
+// final LayerNorm.
+double EmbeddingParams(const ModelSpec& model);
+
+// The optimizer's update of `params` local parameters (Adam or LAMB: read grad, master, m, v;
+// write master, m, v and the bf16 weight).
+OpCost OptimizerCost(double params);
+
+}  // namespace megascale

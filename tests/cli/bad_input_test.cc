@@ -1,0 +1,151 @@
+// Bad input gets one clear message naming the field, the value and the rule, and exit code 2;
+// never a crash, never a partial output file.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/cli/cli_runner.h"
+
+namespace megascale {
+namespace {
+
+using testing::FileExists;
+using testing::RunCli;
+using testing::WriteTemp;
+
+// A valid 16-GPU scenario; each case below breaks one thing in it.
+const char* kValid = R"(
+name: "t"
+cluster { gpu: "A100" num_gpus: 16 fabric: NONBLOCKING }
+model { preset: "gpt-tiny" }
+training { global_batch: 8 micro_batch: 1 }
+layout { tp: 2 pp: 2 dp: 4 }
+)";
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  std::vector<std::string> expected;  // substrings of the one error line
+};
+
+std::vector<BadCase> Cases() {
+  const std::string v = kValid;
+  return {
+      {"malformed_text", Replace(v, "num_gpus: 16", "num_gpus 16 }}"), {"malformed scenario", "line 3"}},
+      {"unknown_field", Replace(v, "num_gpus: 16", "num_gpu: 16"), {"line 3", "num_gpu"}},
+      {"unknown_enum", Replace(v, "NONBLOCKING", "TORUS"), {"line 3", "TORUS"}},
+      {"missing_model", Replace(v, "model { preset: \"gpt-tiny\" }", ""), {"model is missing"}},
+      {"missing_name", Replace(v, "name: \"t\"", ""), {"name is missing"}},
+      {"unknown_preset", Replace(v, "gpt-tiny", "gpt-9000"), {"model.preset", "gpt-9000", "must be one of"}},
+      {"unknown_gpu", Replace(v, "A100", "Z80"), {"cluster.gpu", "Z80", "must be one of"}},
+      {"tp_not_dividing_heads", Replace(Replace(v, "tp: 2 pp: 2 dp: 4", "tp: 3 pp: 1 dp: 4"),
+                                        "num_gpus: 16", "num_gpus: 12 gpus_per_node: 3"),
+       {"layout.tp = 3", "must divide model.heads"}},
+      {"gpus_not_tp_pp_dp", Replace(v, "dp: 4", "dp: 2"), {"layout.tp x layout.pp x layout.dp", "= 8",
+                                                            "cluster.num_gpus (16)"}},
+      {"negative_bandwidth", Replace(v, "fabric: NONBLOCKING", "fabric: NONBLOCKING nic_gbps: -100"),
+       {"cluster.nic_gbps = -100", "must be > 0"}},
+      {"gpus_not_multiple_of_node", Replace(v, "num_gpus: 16", "num_gpus: 12"),
+       {"cluster.num_gpus = 12", "multiple of cluster.gpus_per_node"}},
+      {"layers_not_divisible", Replace(v, "tp: 2 pp: 2 dp: 4", "tp: 2 pp: 8 dp: 1"),
+       {"layout.pp x layout.virtual_stages = 8", "must divide model.layers"}},
+      {"batch_not_multiple", Replace(v, "global_batch: 8", "global_batch: 6"),
+       {"training.global_batch = 6", "multiple of training.micro_batch x layout.dp (4)"}},
+      {"virtual_stages_without_interleaving", Replace(v, "dp: 4 }", "dp: 4 virtual_stages: 2 }"),
+       {"layout.virtual_stages = 2", "INTERLEAVED_1F1B"}},
+      {"tp_across_nodes", Replace(Replace(v, "tp: 2 pp: 2 dp: 4", "tp: 4 pp: 1 dp: 4"), "num_gpus: 16",
+                                  "num_gpus: 16 gpus_per_node: 2"),
+       {"layout.tp = 4", "cluster.gpus_per_node (2)"}},
+      {"straggler_rank_out_of_range", v + "faults { stragglers { rank: 16 speed: 0.9 } }",
+       {"faults.stragglers[0].rank = 16", "cluster.num_gpus - 1 (15)"}},
+      {"straggler_speed_above_one", v + "faults { stragglers { rank: 3 speed: 1.5 } }",
+       {"faults.stragglers[0].speed = 1.5", "(0, 1]"}},
+      {"failure_negative_time", v + "faults { failures { rank: 3 time_s: -1 } }",
+       {"faults.failures[0].time_s = -1", ">= 0"}},
+      {"heartbeat_timeout_below_interval", v + "sim { heartbeat_interval_s: 5 heartbeat_timeout_s: 1 }",
+       {"sim.heartbeat_timeout_s = 1", "sim.heartbeat_interval_s (5)"}},
+      {"sliding_window_too_large", Replace(v, "preset: \"gpt-tiny\"", "preset: \"gpt-tiny\" sliding_window: 100000"),
+       {"model.sliding_window = 100000", "model.seq_len"}},
+  };
+}
+
+class BadScenario : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadScenario, OneClearMessageAndExitTwo) {
+  const BadCase& c = GetParam();
+  const std::string path = WriteTemp(std::string(c.name) + ".textproto", c.text);
+  for (const char* cmd : {"validate", "plan"}) {
+    auto r = RunCli(std::string(cmd) + " " + path);
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.err;
+    EXPECT_EQ(r.out, "") << cmd;
+    // One line, starting with the program's name.
+    EXPECT_EQ(r.err.rfind("megascale: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const auto& want : c.expected) EXPECT_NE(r.err.find(want), std::string::npos) << want << " in " << r.err;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BadScenario, ::testing::ValuesIn(Cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(BadInput, ValidScenarioPassesValidation) {
+  auto r = RunCli("validate " + WriteTemp("valid.textproto", kValid));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ffn_hidden: 1024"), std::string::npos) << "defaults filled in: " << r.out;
+}
+
+TEST(BadInput, MissingScenarioFileNamesThePath) {
+  auto r = RunCli("simulate /no/such/scenario.textproto");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/no/such/scenario.textproto"), std::string::npos) << r.err;
+}
+
+TEST(BadInput, UnknownFlagExitsTwo) {
+  auto r = RunCli("simulate --no-such-flag x.textproto");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no-such-flag"), std::string::npos) << r.err;
+}
+
+TEST(BadInput, MissingTraceFileNamesThePath) {
+  auto r = RunCli("diagnose /no/such/trace.pb");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/no/such/trace.pb"), std::string::npos) << r.err;
+}
+
+TEST(BadInput, CorruptTraceIsRejected) {
+  const std::string path = WriteTemp("corrupt.trace", "this is not a trace");
+  auto r = RunCli("diagnose " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+}
+
+TEST(BadInput, BadScenarioLeavesNoOutputFile) {
+  const std::string bad = WriteTemp("bad_for_output.textproto", Replace(kValid, "dp: 4", "dp: 2"));
+  const std::string trace = ::testing::TempDir() + "/should_not_exist.trace";
+  const std::string chrome = ::testing::TempDir() + "/should_not_exist.json";
+  std::remove(trace.c_str());
+  std::remove(chrome.c_str());
+  auto r = RunCli("simulate -q " + bad + " --trace " + trace + " --chrome " + chrome);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(FileExists(trace));
+  EXPECT_FALSE(FileExists(chrome));
+}
+
+TEST(BadInput, UnwritableOutputFolderIsAnErrorAndLeavesNothing) {
+  const std::string good = WriteTemp("good_for_output.textproto", kValid);
+  auto r = RunCli("simulate -q " + good + " --trace /no/such/folder/t.trace");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("/no/such/folder/t.trace"), std::string::npos) << r.err;
+  EXPECT_FALSE(FileExists("/no/such/folder/t.trace"));
+}
+
+}  // namespace
+}  // namespace megascale
