@@ -80,7 +80,8 @@ class Cluster {
   // Min bandwidth along the path, bytes/s (+infinity for an empty path: a GPU to itself).
   double RouteBandwidth(const Path& path) const;
   // Bisection bandwidth in bytes/s: capacity from the first half of the nodes to the second half
-  // through the switch fabric (max-flow on the graph; small clusters).
+  // through the switch fabric (max-flow on the graph; small clusters). First half: nodes
+  // [0, num_nodes / 2); 0 with fewer than 2 nodes.
   double BisectionBandwidth() const;
 
   // Number of directed links of one class.

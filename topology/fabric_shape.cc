@@ -33,13 +33,14 @@ Status CheckSpec(const ClusterSpec& s) {
   MS_RETURN_IF_ERROR(CheckPositive("nodes_per_tor", s.nodes_per_tor()));
   MS_RETURN_IF_ERROR(CheckPositive("tors_per_pod", s.tors_per_pod()));
   if (s.num_gpus() % s.gpus_per_node() != 0) {
-    return Status::BadField("cluster.num_gpus", std::to_string(s.num_gpus()),
-                            "must be a multiple of gpus_per_node (" +
-                                std::to_string(s.gpus_per_node()) + ")");
+    return Status::BadField(
+        "cluster.num_gpus", std::to_string(s.num_gpus()),
+        "must be a multiple of gpus_per_node (" + std::to_string(s.gpus_per_node()) + ")");
   }
   if (s.nics_per_node() > s.gpus_per_node() || s.gpus_per_node() % s.nics_per_node() != 0) {
-    return Status::BadField("cluster.nics_per_node", std::to_string(s.nics_per_node()),
-                            "must divide gpus_per_node (" + std::to_string(s.gpus_per_node()) + ")");
+    return Status::BadField(
+        "cluster.nics_per_node", std::to_string(s.nics_per_node()),
+        "must divide gpus_per_node (" + std::to_string(s.gpus_per_node()) + ")");
   }
   if (s.link_latency_us() < 0 || s.nvlink_latency_us() < 0 || s.nvlink_gbytes_per_s() < 0) {
     return Status::InvalidInput(

@@ -3,15 +3,15 @@
 // the tests and docs/topology.md check them. Pure data; thread-safe.
 //
 // Wiring (docs/topology.md has the figures for the 12,288-GPU default):
-//  - A node: gpus_per_node GPUs on one NVSwitch; NIC n serves GPUs [n*gpus_per_nic, (n+1)*gpus_per_nic)
-//    over their own PCIe links.
-//  - RAIL_CLOS: node group g (nodes_per_tor consecutive nodes) has a ToR set, one ToR per rail; NIC r
-//    of each node in the group goes to ToR (g, r). A pod holds whole ToR sets
-//    (max(1, tors_per_pod / rails) of them, so one node group's rails meet at the aggregation tier).
-//    Every ToR has one cable to each of its pod's aggs_per_pod aggregation switches, where
-//    aggs_per_pod = tor_uplinks = ceil(downlink capacity / port): 1:1. Aggregation switch j of every
-//    pod has one cable to each spine of spine plane j; a plane has as many spines as a pod has
-//    ToRs, so an agg's uplinks equal its downlinks: 1:1. No spines when there is one pod.
+//  - A node: gpus_per_node GPUs on one NVSwitch; NIC n serves GPUs
+//    [n * gpus_per_nic, (n + 1) * gpus_per_nic) over their own PCIe links.
+//  - RAIL_CLOS: node group g (nodes_per_tor consecutive nodes) has a ToR set, one ToR per rail;
+//    NIC r of each node in the group goes to ToR (g, r). A pod holds whole ToR sets
+//    (max(1, tors_per_pod / rails) of them), so one node group's rails meet at the aggregation
+//    tier. Every ToR has one cable to each of its pod's aggs_per_pod aggregation switches, where
+//    aggs_per_pod = tor_uplinks = ceil(downlink capacity / port): 1:1. Aggregation switch j of
+//    every pod has one cable to each spine of spine plane j; a plane has as many spines as a pod
+//    has ToRs, so an agg's uplinks equal its downlinks: 1:1. No spines when there is one pod.
 //  - FAT_TREE: node group g's NICs all go to leaf (ToR) g; each leaf has one cable to each of
 //    tor_uplinks spines (1:1). No spines when there is one leaf.
 //  - NONBLOCKING: every NIC to one ideal switch at the NIC's own bandwidth.
@@ -57,7 +57,9 @@ struct FabricShape {
   int num_gpus() const { return num_nodes * gpus_per_node; }
   int num_nics() const { return num_nodes * nics_per_node; }
   // Vertices in the graph: GPUs, one NVSwitch per node, NICs, then the switch tiers.
-  int num_vertices() const { return num_gpus() + num_nodes + num_nics() + num_tors + num_aggs + num_spines; }
+  int num_vertices() const {
+    return num_gpus() + num_nodes + num_nics() + num_tors + num_aggs + num_spines;
+  }
   // Directed links: two per cable.
   int num_links() const;
 };
