@@ -12,6 +12,7 @@
 // ending in it is bubble. So compute + exposed + bubble = step time for every rank.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,10 @@ struct DiagnosisReport {
   std::vector<RankFinding> slowest;   // top_k ranks by slowdown
   std::vector<RankFinding> stragglers;
   std::optional<FailureFinding> failure;
+  // Per rank (index = rank, all world_size ranks): mean breakdown per completed step. Its three
+  // parts sum to the rank's mean step window (the mean step time unless the rank ran ahead of the
+  // step end, see rank_timeline.h). Not in the JSON (12,288 entries at scale).
+  std::vector<Breakdown> rank_breakdown;
 };
 
 class DiagnosisEngine : public TraceSink {

@@ -1,0 +1,240 @@
+#include "traces/diagnosis.h"
+
+#include <algorithm>
+#include <map>
+
+#include "planner/layout.h"
+#include "planner/metrics.h"
+#include "traces/rank_timeline.h"
+#include "traces/trace_io.h"
+
+namespace megascale {
+namespace {
+
+// Guards against a corrupt field allocating the world: no real run has more of either.
+constexpr int kMaxRanks = 1 << 22;
+constexpr int kMaxSteps = 1 << 24;
+
+double Seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+struct DiagnosisEngine::State {
+  TraceHeader header;
+  std::optional<RankLayout> layout;
+  std::vector<RankTimeline> timelines;        // by rank
+  std::vector<int> stage;                     // by rank; -1 until an event names it
+  std::vector<int64_t> last_end_ns;           // by rank; INT64_MIN: no event
+  std::vector<int64_t> step_end_ns;           // by step: latest end of its events over all ranks
+  int64_t run_start_ns = INT64_MAX;           // earliest start of a step-0 event
+  int64_t first_start_ns = INT64_MAX;         // earliest start of any event
+  std::optional<RankStatus> heartbeat_lost;   // the earliest last heartbeat among the lost ranks
+  int op_failures = 0;                        // OP_TIMEOUT and OP_FAILED statuses
+  int64_t first_op_failure_ns = INT64_MAX;
+  std::optional<RunEnd> end;
+
+  void Grow(int rank) {
+    if (rank < static_cast<int>(timelines.size())) return;
+    timelines.resize(rank + 1);
+    stage.resize(rank + 1, -1);
+    last_end_ns.resize(rank + 1, INT64_MIN);
+  }
+};
+
+DiagnosisEngine::DiagnosisEngine(DiagnosisOptions options)
+    : state_(std::make_unique<State>()), options_(options) {}
+DiagnosisEngine::~DiagnosisEngine() = default;
+
+void DiagnosisEngine::OnHeader(const TraceHeader& header) {
+  state_->header = header;
+  if (header.tp() > 0 && header.pp() > 0 && header.dp() > 0) {
+    LayoutSpec spec;
+    spec.set_tp(header.tp());
+    spec.set_pp(header.pp());
+    spec.set_dp(header.dp());
+    spec.set_rank_order(header.rank_order());
+    state_->layout.emplace(spec);
+  }
+  if (header.world_size() > 0 && header.world_size() <= kMaxRanks) {
+    state_->Grow(header.world_size() - 1);
+  }
+}
+
+void DiagnosisEngine::OnEvent(const TraceEvent& e) {
+  State& s = *state_;
+  if (e.rank() < 0 || e.rank() >= kMaxRanks || e.step() < 0 || e.step() >= kMaxSteps) return;
+  s.Grow(e.rank());
+  if (e.has_stage()) s.stage[e.rank()] = e.stage();
+  if (e.step() >= static_cast<int>(s.step_end_ns.size())) {
+    s.step_end_ns.resize(e.step() + 1, INT64_MIN);
+  }
+  s.step_end_ns[e.step()] = std::max(s.step_end_ns[e.step()], e.end_ns());
+  if (e.step() == 0) s.run_start_ns = std::min(s.run_start_ns, e.start_ns());
+  s.first_start_ns = std::min(s.first_start_ns, e.start_ns());
+  s.last_end_ns[e.rank()] = std::max(s.last_end_ns[e.rank()], e.end_ns());
+  if (e.lane() == COMPUTE) {
+    s.timelines[e.rank()].OnCompute(e.step(), e.start_ns(), e.end_ns());
+  } else {
+    s.timelines[e.rank()].OnComm(e.end_ns(), e.kind() == PP_RECV);
+  }
+}
+
+void DiagnosisEngine::OnStatus(const RankStatus& status) {
+  State& s = *state_;
+  if (status.kind() == RankStatus::HEARTBEAT_LOST) {
+    if (!s.heartbeat_lost || status.last_heartbeat_ns() < s.heartbeat_lost->last_heartbeat_ns()) {
+      s.heartbeat_lost = status;
+    }
+  } else {
+    ++s.op_failures;
+    s.first_op_failure_ns = std::min(s.first_op_failure_ns, status.time_ns());
+  }
+}
+
+void DiagnosisEngine::OnEnd(const RunEnd& end) { state_->end = end; }
+
+namespace {
+
+// The rank that went silent first: its last op ended before every other rank's.
+FailureFinding SilentRank(const std::vector<int64_t>& last_end_ns, int64_t run_start_ns) {
+  FailureFinding f;
+  int64_t earliest = INT64_MAX;
+  int64_t latest = INT64_MIN;
+  for (size_t r = 0; r < last_end_ns.size(); ++r) {
+    const int64_t t = last_end_ns[r] == INT64_MIN ? run_start_ns : last_end_ns[r];
+    if (t < earliest) {
+      earliest = t;
+      f.rank = static_cast<int>(r);
+    }
+    latest = std::max(latest, t);
+  }
+  f.time_s = Seconds(earliest);
+  f.evidence = last_end_ns.empty() || last_end_ns[f.rank] == INT64_MIN
+                   ? "rank " + std::to_string(f.rank) + " recorded no op at all"
+                   : "rank " + std::to_string(f.rank) + "'s last op ended first, at " +
+                         std::to_string(Seconds(earliest)) + " s; the other ranks went on to " +
+                         std::to_string(Seconds(latest)) + " s";
+  return f;
+}
+
+}  // namespace
+
+DiagnosisReport DiagnosisEngine::Finish() {
+  State& s = *state_;
+  DiagnosisReport report;
+  const TraceHeader& h = s.header;
+  report.source = h.source();
+  report.scenario_name = h.scenario_name();
+  const int ranks = static_cast<int>(s.timelines.size());
+  report.world_size = h.world_size() > 0 ? h.world_size() : ranks;
+  report.run_failed = (s.end && s.end->failed()) || s.heartbeat_lost || s.op_failures > 0;
+
+  // Completed steps: as the run's end says; without one, a failed run's last step is unfinished.
+  const int seen = static_cast<int>(s.step_end_ns.size());
+  int completed = seen;
+  if (s.end && s.end->has_steps_completed()) {
+    completed = std::min(seen, std::max(0, s.end->steps_completed()));
+  } else if (report.run_failed) {
+    completed = std::max(0, seen - 1);
+  }
+  report.steps_completed = completed;
+
+  // Step boundaries: each step ends at the latest end of its events; step 0 starts at its first op.
+  const int64_t run_start = s.run_start_ns != INT64_MAX ? s.run_start_ns
+                            : s.first_start_ns != INT64_MAX ? s.first_start_ns : 0;
+  std::vector<int64_t> ends(s.step_end_ns.begin(), s.step_end_ns.begin() + completed);
+  int64_t prev = run_start;
+  for (int64_t& t : ends) {
+    t = std::max(t, prev);  // a step with no event, or ending before the previous one, is empty
+    report.step_times_s.push_back(Seconds(t - prev));
+    prev = t;
+  }
+  if (completed > 0) report.iteration_time_s = Seconds(prev - run_start) / completed;
+
+  const double flops = h.model_flops_per_step();
+  report.mfu = Mfu(flops, report.world_size, h.peak_flops_per_gpu(), report.iteration_time_s);
+  report.hfu = Mfu(h.hardware_flops_per_step(), report.world_size, h.peak_flops_per_gpu(),
+                   report.iteration_time_s);
+  report.tflops_per_gpu = TflopsPerGpu(flops, report.world_size, report.iteration_time_s);
+  report.tokens_per_s = TokensPerSecond(h.tokens_per_step(), report.iteration_time_s);
+
+  // Breakdown per rank, then the mean over ranks.
+  report.rank_breakdown.resize(ranks);
+  if (completed > 0) {
+    for (int r = 0; r < ranks; ++r) {
+      Breakdown& mean = report.rank_breakdown[r];
+      for (const Breakdown& b : s.timelines[r].Attribute(run_start, ends)) {
+        mean.compute_s += b.compute_s / completed;
+        mean.exposed_comm_s += b.exposed_comm_s / completed;
+        mean.bubble_s += b.bubble_s / completed;
+      }
+      report.breakdown.compute_s += mean.compute_s / ranks;
+      report.breakdown.exposed_comm_s += mean.exposed_comm_s / ranks;
+      report.breakdown.bubble_s += mean.bubble_s / ranks;
+    }
+  }
+
+  // Stragglers: compute per step against the median of the same stage's ranks.
+  std::map<int, std::vector<int>> by_stage;
+  std::vector<double> compute(ranks, 0);
+  for (int r = 0; r < ranks && completed > 0; ++r) {
+    if (s.last_end_ns[r] == INT64_MIN) continue;  // no event: nothing to compare
+    compute[r] = Seconds(s.timelines[r].ComputeNs(completed)) / completed;
+    const int stage = s.stage[r] >= 0 ? s.stage[r] : s.layout ? s.layout->CoordsOf(r).pp : 0;
+    by_stage[stage].push_back(r);
+  }
+  std::vector<RankFinding> findings;
+  for (const auto& [stage, members] : by_stage) {
+    std::vector<double> values;
+    for (int r : members) values.push_back(compute[r]);
+    const double median = Median(values);
+    if (median <= 0) continue;
+    for (int r : members) {
+      findings.push_back({r, stage, compute[r], median, compute[r] / median - 1});
+    }
+  }
+  std::stable_sort(findings.begin(), findings.end(),
+                   [](const RankFinding& a, const RankFinding& b) { return a.slowdown > b.slowdown; });
+  for (const RankFinding& f : findings) {
+    if (f.slowdown > options_.straggler_threshold) report.stragglers.push_back(f);
+  }
+  findings.resize(std::min<size_t>(findings.size(), std::max(0, options_.top_k)));
+  report.slowest = std::move(findings);
+
+  // Failure: a lost heartbeat names the rank; otherwise the rank that went silent first.
+  if (s.heartbeat_lost) {
+    FailureFinding f;
+    f.rank = s.heartbeat_lost->rank();
+    f.time_s = Seconds(s.heartbeat_lost->last_heartbeat_ns());
+    f.detected_s = Seconds(s.heartbeat_lost->time_ns());
+    f.evidence = "heartbeat lost: last heartbeat at " + std::to_string(f.time_s) +
+                 " s, noticed at " + std::to_string(f.detected_s) + " s";
+    report.failure = f;
+  } else if (report.run_failed && ranks > 0) {
+    FailureFinding f = SilentRank(s.last_end_ns, run_start);
+    if (s.op_failures > 0) {
+      f.detected_s = Seconds(s.first_op_failure_ns);
+      f.evidence = std::to_string(s.op_failures) + " op timeout/failure status(es), first at " +
+                   std::to_string(f.detected_s) + " s; " + f.evidence;
+    } else {
+      f.detected_s = s.end && s.end->has_end_ns() ? Seconds(s.end->end_ns()) : f.time_s;
+      f.evidence = "the run ended failed; " + f.evidence;
+    }
+    report.failure = f;
+  }
+  return report;
+}
+
+Result<DiagnosisReport> DiagnoseTraceFile(const std::string& path, DiagnosisOptions options) {
+  DiagnosisEngine engine(options);
+  MS_RETURN_IF_ERROR(ReplayTrace(path, &engine));
+  return engine.Finish();
+}
+
+}  // namespace megascale

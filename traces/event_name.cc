@@ -1,0 +1,39 @@
+#include "traces/event_name.h"
+
+namespace megascale {
+
+const char* PhaseShortName(Phase phase) {
+  switch (phase) {
+    case FORWARD: return "fwd";
+    case BACKWARD: return "bwd";
+    case RECOMPUTE: return "recompute";
+    case OPTIMIZER: return "opt";
+  }
+  return "phase?";
+}
+
+std::string LaneName(int lane) {
+  if (Lane_IsValid(lane)) return Lane_Name(static_cast<Lane>(lane));
+  return "lane" + std::to_string(lane);
+}
+
+void AppendEventName(const TraceEvent& event, std::string* out) {
+  // Enum values from a newer writer have no name here; the number still identifies them.
+  if (OpKind_IsValid(event.kind())) {
+    out->append(OpKind_Name(event.kind()));
+  } else {
+    out->append("op_kind").append(std::to_string(static_cast<int>(event.kind())));
+  }
+  out->push_back(' ');
+  out->append(PhaseShortName(event.phase()));
+  if (event.microbatch() >= 0) out->append(" mb").append(std::to_string(event.microbatch()));
+  if (event.layer() >= 0) out->append(" L").append(std::to_string(event.layer()));
+}
+
+std::string EventName(const TraceEvent& event) {
+  std::string name;
+  AppendEventName(event, &name);
+  return name;
+}
+
+}  // namespace megascale
