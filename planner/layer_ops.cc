@@ -1,0 +1,173 @@
+#include "planner/layer_ops.h"
+
+#include <vector>
+
+namespace megascale {
+namespace {
+
+struct Step {
+  OpKind kind;
+  Phase phase;
+};
+
+bool IsTpCollective(OpKind k) {
+  return k == TP_ALL_GATHER || k == TP_REDUCE_SCATTER || k == TP_ALL_REDUCE;
+}
+bool IsGemm(OpKind k) {
+  return k == QKV_GEMM || k == ATTN_PROJ_GEMM || k == FFN_UP_GEMM || k == FFN_DOWN_GEMM ||
+         k == LM_HEAD;
+}
+
+// The collectives around a TP region. Entering it (before its first GEMM, in either direction):
+// an all-gather with SP, nothing without. Leaving it: a reduce-scatter with SP, an all-reduce
+// without. The backward enters from the forward's exit, so the adjoints line up: AG <-> RS.
+struct TpKinds {
+  bool any = false;    // tp > 1
+  bool enter = false;  // an all-gather on entry (SP)
+  OpKind leave = TP_ALL_REDUCE;
+};
+
+TpKinds TpKindsOf(const OpShape& s) {
+  TpKinds t;
+  t.any = s.tp > 1;
+  t.enter = t.any && s.sequence_parallel;
+  t.leave = s.sequence_parallel ? TP_REDUCE_SCATTER : TP_ALL_REDUCE;
+  return t;
+}
+
+void Push(std::vector<Step>& v, OpKind k, Phase p) { v.push_back({k, p}); }
+
+// Forward ops of one layer; `phase` is FORWARD or RECOMPUTE.
+void ForwardSteps(const OpShape& s, Phase phase, std::vector<Step>& v) {
+  const TpKinds tp = TpKindsOf(s);
+  auto enter = [&] { if (tp.enter) Push(v, TP_ALL_GATHER, phase); };
+  auto leave = [&] { if (tp.any) Push(v, tp.leave, phase); };
+  Push(v, LAYERNORM, phase);
+  enter();
+  Push(v, QKV_GEMM, phase);
+  Push(v, ATTENTION, phase);
+  Push(v, ATTN_PROJ_GEMM, phase);
+  if (!s.model.parallel_block()) {
+    leave();
+    Push(v, RESIDUAL_ADD, phase);
+    Push(v, LAYERNORM, phase);
+    enter();
+  }
+  Push(v, FFN_UP_GEMM, phase);
+  Push(v, GELU, phase);
+  Push(v, FFN_DOWN_GEMM, phase);
+  leave();
+  Push(v, RESIDUAL_ADD, phase);
+}
+
+void BackwardSteps(const OpShape& s, Recompute recompute, std::vector<Step>& v) {
+  const TpKinds tp = TpKindsOf(s);
+  const Phase b = BACKWARD;
+  auto enter = [&] { if (tp.enter) Push(v, TP_ALL_GATHER, b); };
+  auto leave = [&] { if (tp.any) Push(v, tp.leave, b); };
+  if (recompute == RECOMPUTE_FULL) ForwardSteps(s, RECOMPUTE, v);
+  Push(v, RESIDUAL_ADD, b);
+  enter();
+  Push(v, FFN_DOWN_GEMM, b);
+  Push(v, GELU, b);
+  Push(v, FFN_UP_GEMM, b);
+  if (!s.model.parallel_block()) {
+    leave();
+    Push(v, LAYERNORM, b);
+    Push(v, RESIDUAL_ADD, b);
+    enter();
+  }
+  Push(v, ATTN_PROJ_GEMM, b);
+  if (recompute == RECOMPUTE_SELECTIVE) Push(v, ATTENTION, RECOMPUTE);
+  Push(v, ATTENTION, b);
+  Push(v, QKV_GEMM, b);
+  leave();
+  Push(v, LAYERNORM, b);
+}
+
+Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place) {
+  Op op;
+  if (IsTpCollective(st.kind)) {
+    const double bytes = TpActivationBytes(ctx.shape);
+    op = MakeOp(st.kind, TP_COMM, st.phase, CLOSED_FORM,
+                ctx.cost->TpCollectiveTime(st.kind, ctx.shape.tp, bytes));
+    op.set_comm_bytes(bytes);
+    op.set_group(TP_GROUP);
+  } else {
+    const OpCost c = ComputeOpCost(st.kind, st.phase, ctx.shape);
+    op = MakeOp(st.kind, COMPUTE, st.phase, CLOSED_FORM,
+                ctx.cost->ComputeTime(st.kind, c.flops, c.bytes));
+    op.set_flops(c.flops);
+    op.set_mem_bytes(c.bytes);
+  }
+  op.set_microbatch(place.microbatch);
+  op.set_chunk(place.chunk);
+  op.set_layer(place.layer);
+  return op;
+}
+
+// Chains the steps; with overlap.tp an AG/RS runs beside its adjacent GEMM (the AG before the
+// GEMM that consumes it, the RS after the GEMM that produces it).
+void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step>& steps,
+               const OpPlace& place) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& st = steps[i];
+    if (ctx.overlap_tp && i + 1 < steps.size()) {
+      const Step& next = steps[i + 1];
+      const bool ag_then_gemm = st.kind == TP_ALL_GATHER && IsGemm(next.kind);
+      const bool gemm_then_rs = IsGemm(st.kind) && next.kind == TP_REDUCE_SCATTER;
+      if (ag_then_gemm || gemm_then_rs) {
+        w.ChainSideBySide(BuildOp(ctx, st, place), BuildOp(ctx, next, place));
+        ++i;
+        continue;
+      }
+    }
+    w.Chain(BuildOp(ctx, st, place));
+  }
+}
+
+}  // namespace
+
+void EmitLayer(ProgramWriter& w, const LayerContext& ctx, Phase phase, const OpPlace& place) {
+  std::vector<Step> steps;
+  if (phase == BACKWARD) {
+    BackwardSteps(ctx.shape, ctx.recompute, steps);
+  } else {
+    ForwardSteps(ctx.shape, FORWARD, steps);
+  }
+  EmitSteps(w, ctx, steps, place);
+}
+
+void EmitEmbedding(ProgramWriter& w, const LayerContext& ctx, Phase phase, const OpPlace& place) {
+  const TpKinds tp = TpKindsOf(ctx.shape);
+  std::vector<Step> steps;
+  if (phase == FORWARD) {
+    // Vocab-parallel lookup: each TP rank holds V/t rows, the partial embeddings are reduced.
+    Push(steps, EMBEDDING, FORWARD);
+    if (tp.any) Push(steps, tp.leave, FORWARD);
+  } else {
+    if (tp.enter) Push(steps, TP_ALL_GATHER, BACKWARD);
+    Push(steps, EMBEDDING, BACKWARD);
+  }
+  EmitSteps(w, ctx, steps, place);
+}
+
+void EmitHead(ProgramWriter& w, const LayerContext& ctx, Phase phase, const OpPlace& place) {
+  const TpKinds tp = TpKindsOf(ctx.shape);
+  std::vector<Step> steps;
+  if (phase == FORWARD) {
+    Push(steps, LAYERNORM, FORWARD);
+    if (tp.enter) Push(steps, TP_ALL_GATHER, FORWARD);
+    Push(steps, LM_HEAD, FORWARD);
+    // Vocab-parallel cross-entropy's all-reduces move b x s floats: negligible, not modelled.
+    Push(steps, CROSS_ENTROPY, FORWARD);
+  } else {
+    Push(steps, CROSS_ENTROPY, BACKWARD);
+    Push(steps, LM_HEAD, BACKWARD);
+    if (tp.any) Push(steps, tp.leave, BACKWARD);
+    Push(steps, LAYERNORM, BACKWARD);
+  }
+  EmitSteps(w, ctx, steps, place);
+}
+
+}  // namespace megascale

@@ -1,0 +1,46 @@
+// The ops of one transformer layer (and of the embedding and the LM head) for one micro-batch,
+// forward or backward, with their TP/SP collectives and recompute, appended to a stage program.
+//
+// Per layer, forward (sequential block; [..] only when tp > 1):
+//   LAYERNORM [AG] QKV_GEMM ATTENTION ATTN_PROJ_GEMM [RS] RESIDUAL_ADD
+//   LAYERNORM [AG] FFN_UP_GEMM GELU FFN_DOWN_GEMM [RS] RESIDUAL_ADD
+// parallel block (attention and MLP read one LayerNorm; their outputs are summed before one RS):
+//   LAYERNORM [AG] QKV_GEMM ATTENTION ATTN_PROJ_GEMM FFN_UP_GEMM GELU FFN_DOWN_GEMM [RS] RESIDUAL_ADD
+// With SP the collectives are all-gather (AG) / reduce-scatter (RS); without SP the forward has one
+// all-reduce in place of each RS and nothing in place of each AG. The backward mirrors the forward:
+// each AG becomes an RS and vice versa; without SP the all-reduce moves after QKV / FFN-up.
+// Recompute: FULL re-runs the layer's forward (collectives included, phase RECOMPUTE) before its
+// backward; SELECTIVE re-runs ATTENTION just before its backward.
+// overlap.tp fuses each AG/RS with its adjacent GEMM: both wait for the same op and run side by
+// side on COMPUTE and TP_COMM, the next op waits for both.
+#pragma once
+
+#include "planner/cost_model.h"
+#include "planner/model.pb.h"
+#include "planner/op_costs.h"
+#include "planner/program_writer.h"
+
+namespace megascale {
+
+// What every compute op of one stage program shares.
+struct LayerContext {
+  OpShape shape;
+  const CostModel* cost = nullptr;
+  Recompute recompute = RECOMPUTE_NONE;
+  bool overlap_tp = false;
+};
+
+struct OpPlace {
+  int microbatch = -1;
+  int chunk = -1;
+  int layer = -1;  // global layer index; -1 for the embedding and the head
+};
+
+// phase: FORWARD or BACKWARD (the backward includes its recompute).
+void EmitLayer(ProgramWriter& w, const LayerContext& ctx, Phase phase, const OpPlace& place);
+// EMBEDDING (vocab-parallel, so a TP reduction follows it).
+void EmitEmbedding(ProgramWriter& w, const LayerContext& ctx, Phase phase, const OpPlace& place);
+// Final LAYERNORM, LM_HEAD, CROSS_ENTROPY.
+void EmitHead(ProgramWriter& w, const LayerContext& ctx, Phase phase, const OpPlace& place);
+
+}  // namespace megascale

@@ -1,0 +1,49 @@
+// One pipeline stage's program for one training step: the schedule's units (planner/schedule.h),
+// each with its PP receive, its layers' ops (planner/layer_ops.h) and its PP send; the DP
+// collectives per model chunk; the optimizer step at the end.
+//
+// PP (overlap.pp): decoupled, a unit's receive is posted after the previous unit's first op (so it
+// overlaps that unit) and compute never waits for a send; paired, as Megatron's blocking p2p, the
+// sends of a round (ScheduleUnit::round) and the receives of the next round are posted together
+// when the round's compute ends, and the next round waits for all of them
+// (send_forward_recv_backward and friends). Tags: PpTag below, identical on both sides.
+// DP (overlap.dp), for dp > 1: ZeRO 0 all-reduces a chunk's gradients after its last backward;
+// ZeRO 1/2 reduce-scatters them there and all-gathers the chunk's parameters before its first
+// forward. Overlapped, they run on DP_COMM beside compute (the all-gathers all posted at step start,
+// so chunk 0's is the prefetch and the others hide under earlier chunks); not overlapped, compute
+// waits for each. OPTIMIZER_STEP waits for every DP collective.
+// Not thread-safe per output; independent stages may be built concurrently.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/cost_model.h"
+#include "planner/layer_ops.h"
+#include "planner/plan.pb.h"
+
+namespace megascale {
+
+struct StageInputs {
+  LayerContext layer;  // shape, cost model, recompute, overlap.tp
+  int layers = 0;
+  int pp = 1, vp = 1, dp = 1;
+  int microbatches = 1;
+  int zero_stage = 0;
+  bool overlap_pp = true;
+  bool overlap_dp = true;
+  // Uncontended PP transfer time from this stage to stage j (pp_send_s[j]) and from j to this
+  // stage (pp_recv_s[j]).
+  std::vector<double> pp_send_s, pp_recv_s;
+  // This stage's DP ring hop (representative to successor), for the DP collectives' estimate.
+  LinkFigures dp_link;
+};
+
+// The tag of the PP transfer that virtual stage `sender` (0..virtual_stages-1) sends for
+// `microbatch`: forward activations go to sender + 1, gradients to sender - 1.
+uint64_t PpTag(int microbatch, int sender, bool forward, int virtual_stages);
+
+// REQUIRES: layers % (pp x vp) == 0; vp == 1 or microbatches % pp == 0.
+StageProgram BuildStageProgram(int stage, const StageInputs& in);
+
+}  // namespace megascale

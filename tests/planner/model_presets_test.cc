@@ -1,0 +1,44 @@
+#include "planner/model_presets.h"
+
+#include <gtest/gtest.h>
+
+namespace megascale {
+namespace {
+
+TEST(ModelPresets, MegaScale175B) {
+  Result<ModelSpec> m = LookupModelPreset("gpt-175b");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->layers(), 96);
+  EXPECT_EQ(m->hidden(), 12288);
+  EXPECT_EQ(m->heads(), 128);
+  EXPECT_EQ(m->kv_heads(), 128);
+  EXPECT_EQ(m->ffn_hidden(), 4 * 12288);
+  EXPECT_EQ(m->seq_len(), 2048);
+  EXPECT_EQ(m->vocab(), 64000);
+}
+
+TEST(ModelPresets, EveryPresetIsResolvedAndConsistent) {
+  for (const std::string& name : KnownModelPresets()) {
+    Result<ModelSpec> m = LookupModelPreset(name);
+    ASSERT_TRUE(m.ok()) << name;
+    EXPECT_EQ(m->preset(), name);
+    EXPECT_GT(m->layers(), 0) << name;
+    EXPECT_EQ(m->hidden() % m->heads(), 0) << name;
+    EXPECT_EQ(m->kv_heads(), m->heads()) << name;
+    EXPECT_EQ(m->ffn_hidden(), 4 * m->hidden()) << name;
+  }
+  EXPECT_EQ(LookupModelPreset("gpt-530b")->hidden(), 20480);
+  EXPECT_EQ(LookupModelPreset("gpt3-175b-megatron")->vocab(), 51200);
+  EXPECT_EQ(LookupModelPreset("gpt-1.3b")->layers(), 24);
+}
+
+TEST(ModelPresets, UnknownNameIsNotFoundAndListsKnown) {
+  Result<ModelSpec> m = LookupModelPreset("gpt-5");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(m.status().message().find("gpt-5"), std::string::npos);
+  EXPECT_NE(m.status().message().find("gpt-tiny"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace megascale
