@@ -28,6 +28,9 @@ struct SimStats {
   int64_t network_activities = 0; // SimGrid communications started
   int64_t trace_events = 0;       // events handed to the sink
   int actors = 0;
+  // Actors still blocked when SimGrid stopped (a deadlock SimGrid reported): always 0 unless the
+  // simulator has a bug; tests check it.
+  int actors_unfinished = 0;
 };
 
 // REQUIRES: `resolved` from ResolveScenario, `plan` from BuildPlan(resolved). Records go to `sink`

@@ -1,0 +1,127 @@
+// One SimGrid actor per lockstep group: the TP peers of one (stage, DP replica). It interprets
+// its stage program once per step for all its GPUs, with plan.proto's semantics:
+//  * closed-form ops (compute, TP collectives) never become SimGrid activities: their per-GPU
+//    times are computed on the actor's own clock as soon as their inputs are known (compute lasts
+//    duration_s / speed on each GPU; a TP collective starts when the slowest peer is ready);
+//  * network ops (PP send/recv, DP collectives) are posted at their start time (the latest ready
+//    time among the group's GPUs: the group is in lockstep) and become one SimGrid flow per GPU.
+// Between network events the actor sleeps in one wait_any over its flows and its doorbell, so
+// SimGrid only sees network traffic. Step k+1 starts when the whole step k program has ended.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+
+#include "sim/event_queue.h"
+#include "sim/sim_world.h"
+
+namespace megascale {
+
+class GroupActor {
+ public:
+  // `index`: the actor's index, also its agent host and route FIFO (sim/platform.h).
+  GroupActor(SimWorld* world, int stage, int replica, int index);
+
+  void Run();    // the actor's body
+  void Ring();   // wakes this actor (called from another actor); no-op once it has exited
+
+  int stage() const { return stage_; }
+  int replica() const { return replica_; }
+  const std::vector<int>& gpus() const { return gpus_; }
+  int step() const { return step_; }
+  int steps_completed() const { return steps_completed_; }
+  int64_t max_end_ns() const { return events_.max_emitted_end_ns(); }
+
+ private:
+  enum Status : uint8_t { kUnresolved, kNetwork, kDone };
+  struct OpState {
+    double end = 0;     // the latest end among the group's GPUs
+    int32_t var = -1;   // offset of per-GPU ends in pool_ when they differ, else -1
+    uint8_t status = kUnresolved;
+  };
+  // The network op a lane is blocked on (a lane runs one op at a time).
+  struct NetOp {
+    bool active = false;
+    uint32_t op = 0;
+    OpClass cls = OpClass::kPp;
+    std::vector<double> ready;  // per GPU: when the op was ready there (its trace start)
+    double post = 0;            // when the group posts it
+    bool posted = false;
+    double deadline = 0;        // post + sim.collective_timeout_s
+    PpMatch* pp = nullptr;
+    PpKey pp_key{};
+    DpCollective* dp = nullptr;
+    DpKey dp_key{};
+    bool own_flows_started = false;
+  };
+  // One flow this actor started and waits on: flow k of `flows`; `notify` is woken when the set ends.
+  struct OwnedFlow {
+    FlowSet* flows;
+    int k;
+    GroupActor* notify;
+    simgrid::s4u::CommPtr send_side;  // kept until the transfer ends (SimGrid warns otherwise)
+  };
+
+  // --- closed-form interpretation (group_actor.cc)
+  void BeginStep();
+  bool ResolveLanes();
+  double End(uint32_t op, int k) const { const OpState& s = ops_[op]; return s.var < 0 ? s.end : pool_[s.var + k]; }
+  void ComputeReady(uint32_t op, int lane, int cursor);  // fills ready_
+  void SetEnds(uint32_t op, const std::vector<double>& ends);
+  void Finish(uint32_t op, const std::vector<double>& start, const std::vector<double>& end);
+  void Stop(double at);
+  void Timeout(const NetOp& n);
+  double NextWake() const;
+  void WaitUntil(double t);
+
+  // --- network ops (group_actor_net.cc)
+  bool AdvanceNetOps();
+  void Post(NetOp& n);
+  void PostPp(NetOp& n, const Op& op);
+  void PostDp(NetOp& n, const Op& op);
+  bool NetOpEnds(const NetOp& n, std::vector<double>* ends) const;
+  void Release(const NetOp& n);
+  void StartFlows(FlowSet* flows, const std::vector<int>& src_gpus, const std::vector<int>& dst_gpus,
+                  double bytes, GroupActor* notify);
+  void OnFlowEnded(size_t index);
+  void OnFlowFailed(size_t index);
+  void RemoveWait(size_t index);
+  std::vector<int> GroupGpus(int stage, int replica) const;
+
+  SimWorld* world_;
+  const StageInfo* info_;
+  int stage_, replica_, index_;
+  int tp_;
+  std::vector<int> gpus_;      // GPU (= rank) of each TP index
+  std::vector<double> speed_;  // per GPU
+  bool speeds_equal_ = true;
+  double horizon_;             // min(own failure time, job end)
+  bool own_failure_ = false;   // horizon_ is this group's failure
+  EventQueue events_;
+
+  int step_ = 0;
+  int steps_completed_ = 0;
+  bool alive_ = true;
+  bool rung_ = false;
+  double step_start_ = 0;
+  double step_end_ = 0;
+  int ops_left_ = 0;
+  std::vector<OpState> ops_;
+  std::vector<double> pool_;
+  std::vector<int> cursor_;
+  NetOp net_[kNumLanes];
+  std::vector<double> ready_, scratch_start_, scratch_end_;
+
+  simgrid::s4u::Mailbox* doorbell_ = nullptr;
+  void* doorbell_slot_ = nullptr;
+  simgrid::s4u::Mailbox* flows_ = nullptr;  // private: every flow is a transfer to itself
+  void* flow_slot_ = nullptr;               // receives the (meaningless) payload pointers
+  std::vector<simgrid::s4u::CommPtr> waits_;  // [0] = doorbell, then owned flows
+  std::vector<OwnedFlow> owned_;              // parallel to waits_[1..]
+};
+
+}  // namespace megascale

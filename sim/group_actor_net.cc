@@ -1,0 +1,191 @@
+// GroupActor's network ops: posting PP/DP ops into the shared rendezvous tables, starting the
+// per-GPU flows, and turning ended flows into per-GPU op end times.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include <simgrid/s4u/Engine.hpp>
+
+#include "sim/group_actor.h"
+
+namespace megascale {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+constexpr double kEps = 1e-9;
+
+}  // namespace
+
+bool GroupActor::AdvanceNetOps() {
+  const double now = sg4::Engine::get_clock();
+  bool progress = false;
+  for (int lane = 0; lane < kNumLanes; ++lane) {
+    NetOp& n = net_[lane];
+    if (!n.active) continue;
+    if (!n.posted) {
+      if (n.post > now + kEps) continue;
+      Post(n);
+    }
+    if (n.cls == OpClass::kDp && n.dp->released && !n.own_flows_started) {
+      const int members = static_cast<int>(n.dp->members.size());
+      FlowSet* own = &n.dp->sends[replica_];
+      if (members == 1) {  // nothing to exchange
+        own->end.assign(tp_, now);
+        own->latency.assign(tp_, 0.0);
+        own->started = true;
+      } else {
+        const int succ = (replica_ + 1) % members;
+        StartFlows(own, gpus_, GroupGpus(stage_, succ), RingVolume(n.dp->kind, members, n.dp->bytes),
+                   n.dp->members[succ]);
+      }
+      n.own_flows_started = true;
+    }
+    if (NetOpEnds(n, &scratch_end_)) {
+      Finish(n.op, n.ready, scratch_end_);
+      Release(n);
+      n.active = false;
+      ++cursor_[lane];
+      progress = true;
+    }
+  }
+  return progress;
+}
+
+void GroupActor::Post(NetOp& n) {
+  const Op& op = info_->program->ops(static_cast<int>(n.op));
+  n.posted = true;
+  n.deadline = n.post + world_->sim.collective_timeout_s();
+  if (n.cls == OpClass::kPp) {
+    PostPp(n, op);
+  } else {
+    PostDp(n, op);
+  }
+}
+
+void GroupActor::PostPp(NetOp& n, const Op& op) {
+  const bool send = op.kind() == PP_SEND;
+  const PpKey key = send ? PpKey{stage_, op.peer_stage(), replica_, step_, op.tag()}
+                         : PpKey{op.peer_stage(), stage_, replica_, step_, op.tag()};
+  PpMatch& m = world_->pp[key];
+  GroupActor*& me = send ? m.sender : m.receiver;
+  if (me != nullptr) {
+    throw std::runtime_error("stage " + std::to_string(stage_) + " op " + std::to_string(op.id()) +
+                             ": PP tag " + std::to_string(op.tag()) + " posted twice in step " +
+                             std::to_string(step_));
+  }
+  me = this;
+  if (send) m.bytes = op.comm_bytes();
+  n.pp = &m;
+  n.pp_key = key;
+  if (m.sender != nullptr && m.receiver != nullptr) {
+    // Posted second: start the transfer now (max of both post times) and own its flows.
+    GroupActor* partner = send ? m.receiver : m.sender;
+    StartFlows(&m.flows, GroupGpus(key.send_stage, replica_), GroupGpus(key.recv_stage, replica_),
+               m.bytes, partner);
+  }
+}
+
+void GroupActor::PostDp(NetOp& n, const Op& op) {
+  const DpKey key{stage_, step_, op.collective_seq()};
+  DpCollective& c = world_->dp[key];
+  const int members = world_->plan.layout().dp();
+  if (c.members.empty()) {
+    c.members.assign(members, nullptr);
+    c.sends.resize(members);
+    c.kind = op.kind();
+    c.bytes = op.comm_bytes();
+  } else if (c.kind != op.kind() || c.bytes != op.comm_bytes()) {
+    throw std::runtime_error("stage " + std::to_string(stage_) + " DP collective_seq " +
+                             std::to_string(op.collective_seq()) + ": members disagree on kind or bytes");
+  }
+  if (c.members[replica_] != nullptr) {
+    throw std::runtime_error("stage " + std::to_string(stage_) + " DP collective_seq " +
+                             std::to_string(op.collective_seq()) + " posted twice in step " +
+                             std::to_string(step_));
+  }
+  c.members[replica_] = this;
+  n.dp = &c;
+  n.dp_key = key;
+  if (++c.posted == members) {
+    c.released = true;
+    for (GroupActor* m : c.members) {
+      if (m != this) m->Ring();
+    }
+  }
+}
+
+bool GroupActor::NetOpEnds(const NetOp& n, std::vector<double>* ends) const {
+  if (!n.posted) return false;
+  if (n.cls == OpClass::kPp) {
+    const FlowSet& f = n.pp->flows;
+    if (!f.started || f.remaining > 0) return false;
+    *ends = f.end;
+    return true;
+  }
+  const DpCollective& c = *n.dp;
+  const int members = static_cast<int>(c.members.size());
+  const FlowSet& own = c.sends[replica_];
+  const FlowSet& pred = c.sends[(replica_ + members - 1) % members];
+  if (!own.started || own.remaining > 0 || !pred.started || pred.remaining > 0) return false;
+  // plan.proto: the op ends when its own flow and its predecessor's have ended, plus
+  // (steps - 1) route latencies (one latency is already inside the simulated flow).
+  const int extra = std::max(0, RingSteps(c.kind, members) - 1);
+  for (int k = 0; k < tp_; ++k) {
+    (*ends)[k] = std::max(own.end[k], pred.end[k]) + extra * own.latency[k];
+  }
+  return true;
+}
+
+void GroupActor::Release(const NetOp& n) {
+  if (n.cls == OpClass::kPp) {
+    if (++n.pp->sides_finished == 2) world_->pp.erase(n.pp_key);
+  } else if (++n.dp->finished == static_cast<int>(n.dp->members.size())) {
+    world_->dp.erase(n.dp_key);
+  }
+}
+
+void GroupActor::StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
+                            const std::vector<int>& dst_gpus, double bytes, GroupActor* notify) {
+  flows->end.assign(tp_, -1.0);
+  flows->latency.assign(tp_, 0.0);
+  flows->remaining = tp_;
+  flows->started = true;
+  // SimGrid cannot start an empty transfer; one byte costs the route latency, as a real one does.
+  const auto size = static_cast<uint64_t>(std::max(1.0, std::round(bytes)));
+  static char payload;
+  for (int k = 0; k < tp_; ++k) {
+    const topology::Path path = world_->cluster.Route(src_gpus[k], dst_gpus[k], world_->ecmp_flow_id);
+    flows->latency[k] = world_->cluster.RouteLatency(path);
+    // The transfer to itself that the zone routes over src -> dst (sim/platform.h). It starts
+    // when the receive side is posted: the route is looked up then, in posting order.
+    world_->platform.router->Expect(index_, src_gpus[k], dst_gpus[k]);
+    sg4::CommPtr send = flows_->put_async(&payload, size);
+    waits_.push_back(flows_->get_async<void>(&flow_slot_));
+    owned_.push_back(OwnedFlow{flows, k, notify, std::move(send)});
+    ++world_->network_activities;
+  }
+}
+
+void GroupActor::OnFlowEnded(size_t index) {
+  const OwnedFlow f = owned_[index - 1];
+  f.flows->end[f.k] = sg4::Engine::get_clock();
+  if (--f.flows->remaining == 0 && f.notify != nullptr && f.notify != this) f.notify->Ring();
+  RemoveWait(index);
+}
+
+void GroupActor::OnFlowFailed(size_t index) {
+  owned_[index - 1].flows->failed = true;
+  RemoveWait(index);
+}
+
+void GroupActor::RemoveWait(size_t index) {
+  // Order does not matter for results (each entry names its flow), only for determinism, and
+  // swap-with-last is deterministic.
+  waits_[index] = waits_.back();
+  waits_.pop_back();
+  owned_[index - 1] = owned_.back();
+  owned_.pop_back();
+}
+
+}  // namespace megascale

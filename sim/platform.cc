@@ -1,0 +1,115 @@
+#include "sim/platform.h"
+
+#include <deque>
+#include <string>
+#include <utility>
+
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+
+namespace megascale {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+using simgrid::kernel::resource::StandardLinkImpl;
+using simgrid::kernel::routing::NetPoint;
+
+class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRouter {
+ public:
+  ClusterZone(const topology::Cluster& cluster, uint64_t flow_id, int agents)
+      : NetZoneImpl("megascale-cluster"), cluster_(cluster), flow_id_(flow_id), expected_(agents) {}
+
+  void AddLink(StandardLinkImpl* link) { links_.push_back(link); }
+  void SetLoopback(StandardLinkImpl* link) { loopback_ = link; }
+
+  void Expect(int agent, int src_gpu, int dst_gpu) override {
+    expected_[agent].emplace_back(src_gpu, dst_gpu);
+  }
+
+  void get_local_route(const NetPoint* src, const NetPoint* dst,
+                       simgrid::kernel::routing::Route* route, double* latency) override {
+    // Agent hosts were created first, so a host's id in this zone is its actor index.
+    if (src->id() != dst->id() || src->id() >= expected_.size() || expected_[src->id()].empty()) {
+      route->link_list_.push_back(loopback_);  // a wake-up between two actors
+      return;
+    }
+    std::deque<std::pair<int, int>>& queue = expected_[src->id()];
+    const auto [src_gpu, dst_gpu] = queue.front();
+    queue.pop_front();
+    for (int id : cluster_.Route(src_gpu, dst_gpu, flow_id_)) {
+      route->link_list_.push_back(links_[id]);
+      if (latency != nullptr) *latency += cluster_.link(id).latency_s;
+    }
+  }
+
+ private:
+  const topology::Cluster& cluster_;
+  const uint64_t flow_id_;
+  std::vector<StandardLinkImpl*> links_;  // by the cluster's dense link id
+  StandardLinkImpl* loopback_ = nullptr;
+  std::vector<std::deque<std::pair<int, int>>> expected_;  // per agent, in posting order
+};
+
+}  // namespace
+
+void ConfigureSimGrid() {
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic", false);
+  sg4::Engine::set_config("network/TCP-gamma", 0.0);
+}
+
+Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, int num_agents) {
+  // The first zone created becomes SimGrid's root zone, which owns it from then on.
+  auto* zone = new ClusterZone(cluster, ecmp_flow_id, num_agents);
+  Platform platform;
+  platform.router = zone;
+  platform.agents.reserve(num_agents);
+  for (int a = 0; a < num_agents; ++a) {
+    // Host speed is irrelevant: compute is timed in closed form, never as SimGrid execs.
+    platform.agents.push_back(zone->create_host("agent" + std::to_string(a), {1e12})->seal());
+  }
+  platform.links.reserve(cluster.num_links());
+  for (int id = 0; id < cluster.num_links(); ++id) {
+    const topology::EdgeProps& e = cluster.link(id);
+    sg4::Link* link = zone->create_link("l" + std::to_string(id), {e.bandwidth_bytes_per_s});
+    link->set_latency(e.latency_s);
+    link->set_sharing_policy(sg4::Link::SharingPolicy::SHARED);
+    zone->AddLink(link->seal()->get_impl());
+    platform.links.push_back(link);
+  }
+  // Wake-ups are zero-byte messages; the loopback must not delay them (0 latency), and SimGrid
+  // refuses a route without links and without latency.
+  sg4::Link* loop = zone->create_link("agent-loopback", {1e18});
+  loop->set_latency(0);
+  zone->SetLoopback(loop->seal()->get_impl());
+  zone->seal();
+  return platform;
+}
+
+std::vector<int> LinksOfGpu(const topology::Cluster& cluster, int gpu, bool whole_node) {
+  const topology::Graph& g = cluster.graph();
+  std::vector<topology::Vertex> vertices;
+  const int node = cluster.node_of(gpu);
+  if (!whole_node) {
+    vertices.push_back(cluster.gpu_vertex(gpu));
+  } else {
+    for (topology::Vertex v = 0; v < boost::num_vertices(g); ++v) {
+      const topology::VertexProps& p = g[v];
+      const bool on_node = p.kind == topology::VertexKind::kGpu ||
+                           p.kind == topology::VertexKind::kNvSwitch ||
+                           p.kind == topology::VertexKind::kNic;
+      if (on_node && p.node == node) vertices.push_back(v);
+    }
+  }
+  std::vector<int> ids;
+  for (topology::Vertex v : vertices) {
+    for (auto [it, end] = boost::out_edges(v, g); it != end; ++it) ids.push_back(g[*it].id);
+    for (auto [it, end] = boost::in_edges(v, g); it != end; ++it) ids.push_back(g[*it].id);
+  }
+  return ids;
+}
+
+}  // namespace megascale

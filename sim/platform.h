@@ -1,0 +1,57 @@
+// The SimGrid platform of a topology::Cluster: one SimGrid link per directed link of the cluster
+// graph (SHARED: the graph is already directed, so each direction is its own constraint), one
+// routing zone whose routes are the cluster's own structural routes, and one host per actor.
+//
+// Why a custom zone: SimGrid's Full/Floyd zones hold N^2 route tables (12,288 GPUs), and its
+// fat-tree builder cannot express a rail-optimized fabric. ClusterZone answers each route query
+// by calling Cluster::Route, O(path length), with no table. SimGrid asks once per communication.
+//
+// Why hosts per actor and not per GPU: SimGrid 3.32 keeps every host-to-host (sendto) transfer in
+// one global list and pays O(live transfers) at each completion (measured: 1.25 ms per completion
+// with 20,000 transfers alive), which stalls at 12,288 GPUs. Mailbox transfers avoid that list but
+// take their route from the two actors' hosts. So each actor gets its own host, sends each flow to
+// itself through a private mailbox, and announces beforehand which GPU pair the flow is for
+// (FlowRouter::Expect); the zone routes the actor's next self-transfer over that pair's links.
+// An actor's transfers start in the order it posts them (one simcall at a time), so a FIFO per
+// actor is exact. Transfers between two different actors (wake-ups) use a zero-latency loopback.
+//
+// REQUIRES: the SimGrid Engine exists, ConfigureSimGrid ran, and no zone was created before. The
+// cluster must outlive the simulation.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <simgrid/forward.h>
+
+#include "topology/cluster.h"
+
+namespace megascale {
+
+class FlowRouter {
+ public:
+  virtual ~FlowRouter() = default;
+  // The next transfer that `agent` sends to itself is a flow from src_gpu to dst_gpu.
+  virtual void Expect(int agent, int src_gpu, int dst_gpu) = 0;
+};
+
+struct Platform {
+  std::vector<simgrid::s4u::Host*> agents;  // one per actor, by actor index
+  std::vector<simgrid::s4u::Link*> links;   // by the cluster's dense link id
+  FlowRouter* router = nullptr;             // owned by SimGrid (the root zone)
+};
+
+// Settings that must precede the first zone (notes/simgrid.md 4.6): CM02 without the LV08
+// latency/bandwidth factors, no TCP cross traffic (RDMA fabric; it also keeps flows in separate
+// LMM components), no TCP-gamma window cap.
+void ConfigureSimGrid();
+
+// Every flow between two GPUs takes the route Cluster::Route(src, dst, ecmp_flow_id): one
+// connection per GPU pair, as NCCL keeps its queue pairs, so a pair's flows share one ECMP path.
+Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, int num_agents);
+
+// The directed links a failure takes down: every link of the GPU, or for a node failure every
+// link of the node's GPUs, NVSwitch and NICs.
+std::vector<int> LinksOfGpu(const topology::Cluster& cluster, int gpu, bool whole_node);
+
+}  // namespace megascale

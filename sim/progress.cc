@@ -1,0 +1,25 @@
+#include "sim/progress.h"
+
+#include <cstdio>
+
+namespace megascale {
+
+void Progress::Tick(double sim_time_s, int step, int64_t ops_done, int64_t activities) {
+  if (!enabled_ || (++calls_ & 4095) != 0) return;
+  const Clock::time_point now = Clock::now();
+  if (now - last_ < std::chrono::seconds(5)) return;
+  last_ = now;
+  const double wall = ElapsedS();
+  std::fprintf(stderr,
+               "[sim] simulated %.3f s | step %d/%d | ops %.1f%% | %lld network activities "
+               "(%.0f/s) | wall %.1f s\n",
+               sim_time_s, step + 1, steps_,
+               ops_total_ > 0 ? 100.0 * static_cast<double>(ops_done) / ops_total_ : 100.0,
+               static_cast<long long>(activities), wall > 0 ? activities / wall : 0.0, wall);
+}
+
+double Progress::ElapsedS() const {
+  return std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+}  // namespace megascale

@@ -1,0 +1,61 @@
+// Everything the actors of one simulation share: the plan, the cluster and its SimGrid platform,
+// the fault plan, the rendezvous tables, the sink and the counters. One per Simulate() call;
+// accessed only from SimGrid's single simulation thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "planner/layout.h"
+#include "planner/plan.pb.h"
+#include "sim/fault_plan.h"
+#include "sim/faults.pb.h"
+#include "sim/platform.h"
+#include "sim/progress.h"
+#include "sim/rendezvous.h"
+#include "sim/stage_info.h"
+#include "topology/cluster.h"
+#include "traces/trace_sink.h"
+
+namespace megascale {
+
+class GroupActor;
+
+struct SimWorld {
+  SimWorld(const Plan& p, const topology::Cluster& c, const SimSpec& s, FaultPlan f, TraceSink* out)
+      : plan(p), cluster(c), sim(s), layout(p.layout()), faults(std::move(f)), sink(out),
+        progress(s.progress(), 0, p.training().steps()) {}
+
+  const Plan& plan;
+  const topology::Cluster& cluster;
+  const SimSpec& sim;
+  RankLayout layout;
+  FaultPlan faults;
+  TraceSink* sink;
+  Platform platform;
+  uint64_t ecmp_flow_id = 0;
+  std::vector<StageInfo> stages;
+  std::vector<std::unique_ptr<GroupActor>> actors;  // index = stage * dp + replica
+
+  std::map<PpKey, PpMatch> pp;   // std::map: stable element addresses while actors hold them
+  std::map<DpKey, DpCollective> dp;
+
+  Progress progress;
+  int64_t ops_done = 0;
+  int64_t network_activities = 0;
+  int64_t trace_events = 0;
+  int workers_alive = 0;
+  int workers_completed = 0;
+  bool detected = false;   // the heartbeat monitor stopped the job
+  double last_worker_exit_s = 0;  // the monitor may sleep past it; the run ends here
+  std::string error;       // first internal error an actor hit
+
+  void Fail(const std::string& message) {
+    if (error.empty()) error = message;
+  }
+};
+
+}  // namespace megascale

@@ -1,0 +1,154 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Engine.hpp>
+
+#include "sim/event_queue.h"
+#include "sim/fault_monitor.h"
+#include "sim/fault_plan.h"
+#include "sim/group_actor.h"
+#include "sim/platform.h"
+#include "sim/sim_world.h"
+#include "sim/stage_info.h"
+
+namespace megascale {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+Status CheckPlan(const Plan& plan, const topology::Cluster& cluster) {
+  const LayoutSpec& l = plan.layout();
+  if (l.tp() <= 0 || l.pp() <= 0 || l.dp() <= 0) {
+    return Status::BadField("plan.layout", l.ShortDebugString(), "tp, pp and dp must be > 0");
+  }
+  const int64_t world = static_cast<int64_t>(l.tp()) * l.pp() * l.dp();
+  if (world > cluster.num_gpus()) {
+    return Status::BadField("plan.layout", std::to_string(world) + " ranks",
+                            "must fit the cluster's " + std::to_string(cluster.num_gpus()) + " GPUs");
+  }
+  if (plan.stages_size() != l.pp()) {
+    return Status::BadField("plan.stages_size", std::to_string(plan.stages_size()),
+                            "must equal layout.pp (" + std::to_string(l.pp()) + ")");
+  }
+  if (plan.training().steps() <= 0) {
+    return Status::BadField("plan.training.steps", std::to_string(plan.training().steps()), "must be > 0");
+  }
+  return Status::Ok();
+}
+
+TraceHeader MakeHeader(const Plan& plan) {
+  TraceHeader h;
+  h.set_source("sim");
+  h.set_scenario_name(plan.scenario_name());
+  h.set_world_size(plan.layout().tp() * plan.layout().pp() * plan.layout().dp());
+  h.set_tp(plan.layout().tp());
+  h.set_pp(plan.layout().pp());
+  h.set_dp(plan.layout().dp());
+  h.set_virtual_stages(plan.layout().virtual_stages());
+  h.set_rank_order(plan.layout().rank_order());
+  h.set_gpus_per_node(plan.cluster().gpus_per_node());
+  h.set_peak_flops_per_gpu(plan.cluster().peak_tflops() * 1e12);
+  h.set_model_flops_per_step(plan.model_flops_per_step());
+  h.set_hardware_flops_per_step(plan.hardware_flops_per_step());
+  h.set_tokens_per_step(plan.tokens_per_step());
+  h.set_steps(plan.training().steps());
+  h.set_gpu(plan.cluster().gpu());
+  return h;
+}
+
+// SimGrid keeps its configuration and models in process-wide state: a second Engine in the same
+// process aborts ("Cannot change the model after the initialization"). Refuse instead.
+bool engine_used = false;
+
+}  // namespace
+
+Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink* sink) {
+  if (sink == nullptr) return Status::Internal("Simulate: sink is null");
+  if (engine_used) {
+    return Status::Internal(
+        "Simulate() runs once per process: SimGrid's engine cannot be created twice (docs/simulator.md)");
+  }
+  MS_ASSIGN_OR_RETURN(topology::Cluster cluster, topology::Cluster::Build(plan.cluster()));
+  MS_RETURN_IF_ERROR(CheckPlan(plan, cluster));
+  MS_ASSIGN_OR_RETURN(FaultPlan faults, MakeFaultPlan(resolved.faults(), resolved.sim(), cluster));
+  const SimSpec& sim = resolved.sim();
+  if (!(sim.collective_timeout_s() > 0)) {
+    return Status::BadField("sim.collective_timeout_s", std::to_string(sim.collective_timeout_s()), "must be > 0");
+  }
+  if (!(sim.heartbeat_interval_s() > 0) || sim.heartbeat_timeout_s() < sim.heartbeat_interval_s()) {
+    return Status::BadField("sim.heartbeat_timeout_s", std::to_string(sim.heartbeat_timeout_s()),
+                            "interval must be > 0 and timeout >= interval");
+  }
+
+  SimWorld world(plan, cluster, sim, std::move(faults), sink);
+  world.ecmp_flow_id = sim.seed();
+  int64_t ops_total = 0;
+  for (int s = 0; s < plan.layout().pp(); ++s) {
+    MS_ASSIGN_OR_RETURN(StageInfo info, PrepareStage(plan, s));
+    ops_total += static_cast<int64_t>(info.program->ops_size()) * plan.layout().dp();
+    world.stages.push_back(std::move(info));
+  }
+  world.progress.set_ops_total(ops_total * plan.training().steps());
+
+  engine_used = true;
+  int argc = 2;
+  char arg0[] = "megascale-sim";
+  char arg1[] = "--log=root.thres:warning";
+  char* argv[] = {arg0, arg1, nullptr};
+  // Deliberately never destroyed: tearing down 10^5 links costs time and SimGrid cannot be
+  // restarted in this process anyway.
+  auto* engine = new sg4::Engine(&argc, argv);
+  ConfigureSimGrid();
+  const int dp = plan.layout().dp();
+  const int num_actors = plan.layout().pp() * dp;
+  world.platform = BuildPlatform(cluster, world.ecmp_flow_id, num_actors + 1);  // + the monitor
+
+  sink->OnHeader(MakeHeader(plan));
+  for (int s = 0; s < plan.layout().pp(); ++s) {
+    for (int d = 0; d < dp; ++d) {
+      world.actors.push_back(std::make_unique<GroupActor>(&world, s, d, s * dp + d));
+    }
+  }
+  for (int i = 0; i < num_actors; ++i) {
+    GroupActor* actor = world.actors[i].get();
+    sg4::Actor::create("stage" + std::to_string(actor->stage()) + "-dp" + std::to_string(actor->replica()),
+                       world.platform.agents[i], [actor] { actor->Run(); });
+  }
+  world.workers_alive = static_cast<int>(world.actors.size());
+  if (!world.faults.failed.empty()) {
+    sg4::Actor::create("fault-monitor", world.platform.agents[num_actors],
+                       [&world] { RunFaultMonitor(&world); });
+  }
+  engine->run();
+
+  if (!world.error.empty()) return Status::Internal(world.error);
+  SimStats stats;
+  stats.actors = static_cast<int>(world.actors.size());
+  stats.steps_completed = plan.training().steps();
+  int64_t end_ns = 0;
+  for (const auto& a : world.actors) {
+    stats.steps_completed = std::min(stats.steps_completed, a->steps_completed());
+    end_ns = std::max(end_ns, a->max_end_ns());
+  }
+  stats.failed = world.workers_completed < stats.actors;
+  if (world.detected) end_ns = ToNs(world.faults.job_end_s);
+  end_ns = std::max(end_ns, ToNs(world.last_worker_exit_s));
+  stats.simulated_end_s = end_ns * 1e-9;
+  stats.network_activities = world.network_activities;
+  stats.trace_events = world.trace_events;
+  stats.wall_s = world.progress.ElapsedS();
+  stats.actors_unfinished = world.workers_alive;
+
+  RunEnd end;
+  end.set_steps_completed(stats.steps_completed);
+  end.set_failed(stats.failed);
+  end.set_end_ns(end_ns);
+  sink->OnEnd(end);
+  return stats;
+}
+
+}  // namespace megascale
