@@ -36,9 +36,11 @@ Status ResolveCluster(ClusterSpec* c) {
   MS_CHECK_FIELD(c->num_gpus() % c->gpus_per_node() == 0, "cluster.num_gpus", c->num_gpus(),
                  "must be a multiple of cluster.gpus_per_node (" + Num(c->gpus_per_node()) + ")");
   MS_CHECK_FIELD(c->nic_gbps() > 0, "cluster.nic_gbps", c->nic_gbps(), "must be > 0");
-  MS_CHECK_FIELD(c->nics_per_node() >= 1 && c->nics_per_node() <= c->gpus_per_node(),
+  MS_CHECK_FIELD(c->nics_per_node() >= 0 && c->nics_per_node() <= c->gpus_per_node(),
                  "cluster.nics_per_node", c->nics_per_node(),
-                 "must be between 1 and cluster.gpus_per_node (" + Num(c->gpus_per_node()) + ")");
+                 "must be between 0 (one per GPU) and cluster.gpus_per_node (" +
+                     Num(c->gpus_per_node()) + ")");
+  if (c->nics_per_node() == 0) c->set_nics_per_node(c->gpus_per_node());
   MS_CHECK_FIELD(c->gpus_per_node() % c->nics_per_node() == 0, "cluster.nics_per_node",
                  c->nics_per_node(), "must divide cluster.gpus_per_node (" + Num(c->gpus_per_node()) + ")");
   MS_CHECK_FIELD(c->switch_port_gbps() > 0, "cluster.switch_port_gbps", c->switch_port_gbps(),

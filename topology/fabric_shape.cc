@@ -1,6 +1,8 @@
 #include "topology/fabric_shape.h"
 
+
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <string>
 
@@ -21,7 +23,9 @@ int PortsFor(double gbps, double port_gbps) {
 
 Status CheckPositive(const std::string& field, double value) {
   if (value > 0) return Status::Ok();
-  return Status::BadField("cluster." + field, std::to_string(value), "must be > 0");
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return Status::BadField("cluster." + field, text, "must be > 0");
 }
 
 Status CheckSpec(const ClusterSpec& s) {

@@ -77,6 +77,9 @@ std::vector<BadCase> Cases() {
   };
 }
 
+// Names the case in gtest's output instead of dumping its bytes.
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
 class BadScenario : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadScenario, OneClearMessageAndExitTwo) {

@@ -15,7 +15,8 @@ using testing::IsConnectedPath;
 using testing::MustBuild;
 
 ClusterSpec Default12k(Fabric fabric) {
-  ClusterSpec s;  // proto defaults: A100, 8 GPUs and 8 x 200G NICs per node, 64 nodes per ToR
+  ClusterSpec s;  // proto defaults: A100, 8 GPUs and 200G NICs per node, 64 nodes per ToR
+  s.set_nics_per_node(8);  // what ResolveScenario makes of the default 0 (one NIC per GPU)
   s.set_num_gpus(12288);
   s.set_fabric(fabric);
   return s;
