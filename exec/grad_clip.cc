@@ -1,0 +1,27 @@
+#include "exec/grad_clip.h"
+
+#include <cmath>
+#include <vector>
+
+namespace megascale {
+namespace exec {
+
+double SquaredSum(const float* values, size_t n) {
+  double acc = 0.0;
+  for (size_t i = 0; i < n; ++i) acc += static_cast<double>(values[i]) * values[i];
+  return acc;
+}
+
+float ClipGradNorm(float* grads, size_t n, float max_norm, const SumAcrossShards& sum) {
+  std::vector<double> sq = {SquaredSum(grads, n)};
+  if (sum) sum(&sq);
+  const float norm = static_cast<float>(std::sqrt(sq[0]));
+  if (max_norm > 0.0f && norm > max_norm) {
+    const float scale = max_norm / norm;
+    for (size_t i = 0; i < n; ++i) grads[i] *= scale;
+  }
+  return norm;
+}
+
+}  // namespace exec
+}  // namespace megascale

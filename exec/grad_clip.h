@@ -1,0 +1,22 @@
+// Global-norm gradient clipping (as Megatron-LM and llm.c do it): if the L2 norm of all gradients
+// exceeds max_norm, scale every gradient by max_norm / norm. With ZeRO-2 or pipeline stages each
+// rank holds part of the gradients; `sum` adds the partial sums of squares across them first, so
+// every rank scales by the same factor. Thread-compatible (no state).
+#pragma once
+
+#include <cstddef>
+
+#include "exec/optimizer.h"
+
+namespace megascale {
+namespace exec {
+
+// Sum of squares, in double (the order-independent part of the norm the parallel runs must match).
+double SquaredSum(const float* values, size_t n);
+
+// Returns the global norm before clipping. max_norm <= 0 disables clipping (the norm is still
+// returned, for logging).
+float ClipGradNorm(float* grads, size_t n, float max_norm, const SumAcrossShards& sum = nullptr);
+
+}  // namespace exec
+}  // namespace megascale
