@@ -220,7 +220,10 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
   return Status::Ok();
 }
 
-Status ResolveSim(SimSpec* s) {
+// Above this size a step with one flow per GPU takes too long on SimGrid 3.32 (docs/simulator.md).
+constexpr int kPerGpuFlowsUpTo = 4096;
+
+Status ResolveSim(const ClusterSpec& c, SimSpec* s) {
   MS_CHECK_FIELD(s->collective_timeout_s() > 0, "sim.collective_timeout_s", s->collective_timeout_s(),
                  "must be > 0");
   MS_CHECK_FIELD(s->heartbeat_interval_s() > 0, "sim.heartbeat_interval_s", s->heartbeat_interval_s(),
@@ -233,6 +236,9 @@ Status ResolveSim(SimSpec* s) {
   s->set_heartbeat_interval_s(s->heartbeat_interval_s());
   s->set_heartbeat_timeout_s(s->heartbeat_timeout_s());
   s->set_progress(s->progress());
+  if (s->flows() == FLOWS_AUTO) {
+    s->set_flows(c.num_gpus() <= kPerGpuFlowsUpTo ? FLOWS_PER_GPU : FLOWS_PER_GROUP);
+  }
   return Status::Ok();
 }
 
@@ -265,7 +271,7 @@ Result<Scenario> ResolveScenario(const Scenario& input) {
   MS_RETURN_IF_ERROR(ResolveLayout(s.cluster(), s.model(), s.mutable_layout()));
   MS_RETURN_IF_ERROR(ResolveTraining(s.layout(), s.mutable_training()));
   MS_RETURN_IF_ERROR(ResolveFaults(s.cluster(), s.mutable_faults()));
-  MS_RETURN_IF_ERROR(ResolveSim(s.mutable_sim()));
+  MS_RETURN_IF_ERROR(ResolveSim(s.cluster(), s.mutable_sim()));
   MS_RETURN_IF_ERROR(ResolveOutputs(s.mutable_outputs()));
   return s;
 }

@@ -149,12 +149,13 @@ void GroupActor::StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
                             const std::vector<int>& dst_gpus, double bytes, GroupActor* notify) {
   flows->end.assign(tp_, -1.0);
   flows->latency.assign(tp_, 0.0);
-  flows->remaining = tp_;
+  const int count = world_->one_flow_per_group ? 1 : tp_;
+  flows->remaining = count;
   flows->started = true;
   // SimGrid cannot start an empty transfer; one byte costs the route latency, as a real one does.
   const auto size = static_cast<uint64_t>(std::max(1.0, std::round(bytes)));
   static char payload;
-  for (int k = 0; k < tp_; ++k) {
+  for (int k = 0; k < count; ++k) {
     const topology::Path path = world_->cluster.Route(src_gpus[k], dst_gpus[k], world_->ecmp_flow_id);
     flows->latency[k] = world_->cluster.RouteLatency(path);
     // The transfer to itself that the zone routes over src -> dst (sim/platform.h). It starts
@@ -170,6 +171,11 @@ void GroupActor::StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
 void GroupActor::OnFlowEnded(size_t index) {
   const OwnedFlow f = owned_[index - 1];
   f.flows->end[f.k] = sg4::Engine::get_clock();
+  if (world_->one_flow_per_group) {
+    // The group's other GPUs moved the same bytes on their own rails in the same time.
+    std::fill(f.flows->end.begin(), f.flows->end.end(), f.flows->end[f.k]);
+    std::fill(f.flows->latency.begin(), f.flows->latency.end(), f.flows->latency[f.k]);
+  }
   if (--f.flows->remaining == 0 && f.notify != nullptr && f.notify != this) f.notify->Ring();
   RemoveWait(index);
 }

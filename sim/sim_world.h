@@ -37,6 +37,8 @@ struct SimWorld {
   TraceSink* sink;
   Platform platform;
   uint64_t ecmp_flow_id = 0;
+  // FLOWS_PER_GROUP: one flow stands for the group's per-GPU transfers (sim/faults.proto).
+  bool one_flow_per_group = false;
   std::vector<StageInfo> stages;
   std::vector<std::unique_ptr<GroupActor>> actors;  // index = stage * dp + replica
 

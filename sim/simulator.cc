@@ -86,6 +86,7 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
 
   SimWorld world(plan, cluster, sim, std::move(faults), sink);
   world.ecmp_flow_id = sim.seed();
+  world.one_flow_per_group = sim.flows() == FLOWS_PER_GROUP;
   int64_t ops_total = 0;
   for (int s = 0; s < plan.layout().pp(); ++s) {
     MS_ASSIGN_OR_RETURN(StageInfo info, PrepareStage(plan, s));

@@ -47,5 +47,28 @@ TEST(SimRails, TpGroupTransferUsesOneRailPerGpu) {
   }
 }
 
+// FLOWS_PER_GROUP: one flow stands for the group's 8 per-rail transfers. The rails of this
+// cluster are alike, so every GPU's op ends exactly when its own uncontended flow would have.
+TEST(SimRails, OneFlowPerGroupMatchesPerGpuFlowsOnAlikeRails) {
+  Plan plan = MakePlan(TestCluster(RAIL_CLOS, 16, 8, 8), /*tp=*/8, /*pp=*/2, /*dp=*/1, 1);
+  const double f = 1e-3, bytes = 50e6;
+  AddMiniPipeline(&plan, /*microbatches=*/1, f, 2 * f, bytes, /*tp_s=*/1e-4, 0);
+  Scenario scenario = MakeScenario(plan);
+  scenario.mutable_sim()->set_flows(FLOWS_PER_GROUP);
+  CollectingSink sink;
+  Result<SimStats> stats = Simulate(scenario, plan, &sink);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->network_activities, 2);  // activation and gradient, one flow each
+
+  Result<topology::Cluster> cluster = topology::Cluster::Build(plan.cluster());
+  ASSERT_TRUE(cluster.ok());
+  for (int k = 0; k < 8; ++k) {
+    const double expect = f + 1e-4 + FlowTime(*cluster, k, 8 + k, bytes, scenario.sim().seed());
+    const TraceEvent* recv = sink.Find(8 + k, 0, 0);
+    ASSERT_NE(recv, nullptr);
+    EXPECT_NEAR(Seconds(recv->end_ns()), expect, 1e-6 * expect) << "GPU " << k;
+  }
+}
+
 }  // namespace
 }  // namespace megascale::simtest
