@@ -1,0 +1,62 @@
+// Rules and defaults of the cluster block.
+#include "planner/validate_util.h"
+
+#include "topology/hardware.h"
+
+namespace megascale::validation {
+Status ResolveCluster(ClusterSpec* c) {
+  auto gpu = topology::LookupGpu(c->gpu());
+  if (!gpu.ok()) {
+    std::string known;
+    for (const auto& n : topology::KnownGpus()) known += (known.empty() ? "" : ", ") + n;
+    return Status::BadField("cluster.gpu", "\"" + c->gpu() + "\"", "must be one of " + known);
+  }
+  MS_CHECK_FIELD(c->num_gpus() > 0, "cluster.num_gpus", c->num_gpus(), "must be > 0");
+  MS_CHECK_FIELD(c->gpus_per_node() >= 1 && c->gpus_per_node() <= 16, "cluster.gpus_per_node",
+                 c->gpus_per_node(), "must be between 1 and 16");
+  MS_CHECK_FIELD(c->num_gpus() % c->gpus_per_node() == 0, "cluster.num_gpus", c->num_gpus(),
+                 "must be a multiple of cluster.gpus_per_node (" + Num(c->gpus_per_node()) + ")");
+  MS_CHECK_FIELD(c->nic_gbps() > 0, "cluster.nic_gbps", c->nic_gbps(), "must be > 0");
+  MS_CHECK_FIELD(c->nics_per_node() >= 0 && c->nics_per_node() <= c->gpus_per_node(),
+                 "cluster.nics_per_node", c->nics_per_node(),
+                 "must be between 0 (one per GPU) and cluster.gpus_per_node (" +
+                     Num(c->gpus_per_node()) + ")");
+  if (c->nics_per_node() == 0) c->set_nics_per_node(c->gpus_per_node());
+  MS_CHECK_FIELD(c->gpus_per_node() % c->nics_per_node() == 0, "cluster.nics_per_node",
+                 c->nics_per_node(), "must divide cluster.gpus_per_node (" + Num(c->gpus_per_node()) + ")");
+  MS_CHECK_FIELD(c->switch_port_gbps() > 0, "cluster.switch_port_gbps", c->switch_port_gbps(),
+                 "must be > 0");
+  MS_CHECK_FIELD(c->nodes_per_tor() > 0, "cluster.nodes_per_tor", c->nodes_per_tor(), "must be > 0");
+  MS_CHECK_FIELD(c->tors_per_pod() > 0, "cluster.tors_per_pod", c->tors_per_pod(), "must be > 0");
+  MS_CHECK_FIELD(c->link_latency_us() >= 0, "cluster.link_latency_us", c->link_latency_us(),
+                 "must be >= 0");
+  MS_CHECK_FIELD(c->nvlink_latency_us() >= 0, "cluster.nvlink_latency_us", c->nvlink_latency_us(),
+                 "must be >= 0");
+  MS_CHECK_FIELD(c->nvlink_gbytes_per_s() >= 0, "cluster.nvlink_gbytes_per_s",
+                 c->nvlink_gbytes_per_s(), "must be >= 0 (0 = the GPU's catalogue figure)");
+  MS_CHECK_FIELD(c->peak_tflops() >= 0, "cluster.peak_tflops", c->peak_tflops(),
+                 "must be >= 0 (0 = the GPU's catalogue figure)");
+  MS_CHECK_FIELD(c->hbm_gb() >= 0, "cluster.hbm_gb", c->hbm_gb(), "must be >= 0 (0 = catalogue)");
+  MS_CHECK_FIELD(c->hbm_gbytes_per_s() >= 0, "cluster.hbm_gbytes_per_s", c->hbm_gbytes_per_s(),
+                 "must be >= 0 (0 = catalogue)");
+  if (c->peak_tflops() == 0) c->set_peak_tflops(gpu->peak_flops / 1e12);
+  if (c->hbm_gb() == 0) c->set_hbm_gb(gpu->hbm_bytes / 1e9);
+  if (c->hbm_gbytes_per_s() == 0) c->set_hbm_gbytes_per_s(gpu->hbm_bytes_per_s / 1e9);
+  if (c->nvlink_gbytes_per_s() == 0) c->set_nvlink_gbytes_per_s(gpu->nvlink_bytes_per_s / 1e9);
+  // Write every defaulted field explicitly so a resolved scenario prints completely.
+  c->set_gpu(c->gpu());
+  c->set_num_gpus(c->num_gpus());
+  c->set_gpus_per_node(c->gpus_per_node());
+  c->set_fabric(c->fabric());
+  c->set_nic_gbps(c->nic_gbps());
+  c->set_nics_per_node(c->nics_per_node());
+  c->set_switch_port_gbps(c->switch_port_gbps());
+  c->set_split_tor_ports(c->split_tor_ports());
+  c->set_nodes_per_tor(c->nodes_per_tor());
+  c->set_tors_per_pod(c->tors_per_pod());
+  c->set_link_latency_us(c->link_latency_us());
+  c->set_nvlink_latency_us(c->nvlink_latency_us());
+  return Status::Ok();
+}
+
+}  // namespace megascale::validation

@@ -1,0 +1,78 @@
+// Rules and defaults of the layout and training blocks.
+#include "planner/validate_util.h"
+
+namespace megascale::validation {
+Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
+  MS_CHECK_FIELD(l->tp() > 0, "layout.tp", l->tp(), "must be > 0");
+  MS_CHECK_FIELD(l->pp() > 0, "layout.pp", l->pp(), "must be > 0");
+  MS_CHECK_FIELD(l->dp() > 0, "layout.dp", l->dp(), "must be > 0");
+  const int64_t product = static_cast<int64_t>(l->tp()) * l->pp() * l->dp();
+  if (product != c.num_gpus()) {
+    return Status::InvalidInput("layout.tp x layout.pp x layout.dp = " + Num(l->tp()) + " x " +
+                                Num(l->pp()) + " x " + Num(l->dp()) + " = " + Num(product) +
+                                ": must equal cluster.num_gpus (" + Num(c.num_gpus()) + ")");
+  }
+  MS_CHECK_FIELD(m.heads() % l->tp() == 0, "layout.tp", l->tp(),
+                 "must divide model.heads (" + Num(m.heads()) + ")");
+  MS_CHECK_FIELD(m.kv_heads() % l->tp() == 0, "layout.tp", l->tp(),
+                 "must divide model.kv_heads (" + Num(m.kv_heads()) + ")");
+  MS_CHECK_FIELD(l->tp() <= c.gpus_per_node() && c.gpus_per_node() % l->tp() == 0, "layout.tp",
+                 l->tp(),
+                 "must divide cluster.gpus_per_node (" + Num(c.gpus_per_node()) +
+                     "): tensor parallelism stays inside one NVSwitch node");
+  MS_CHECK_FIELD(l->virtual_stages() >= 1, "layout.virtual_stages", l->virtual_stages(), "must be >= 1");
+  if (l->virtual_stages() > 1 && l->schedule() != INTERLEAVED_1F1B) {
+    return Status::BadField("layout.virtual_stages", Num(l->virtual_stages()),
+                            "values > 1 need layout.schedule: INTERLEAVED_1F1B");
+  }
+  const int64_t chunks = static_cast<int64_t>(l->pp()) * l->virtual_stages();
+  if (m.layers() % chunks != 0) {
+    return Status::InvalidInput("layout.pp x layout.virtual_stages = " + Num(chunks) +
+                                ": must divide model.layers (" + Num(m.layers()) +
+                                ") so every model chunk has the same layers");
+  }
+  MS_CHECK_FIELD(l->zero_stage() >= 0 && l->zero_stage() <= 2, "layout.zero_stage", l->zero_stage(),
+                 "must be 0, 1 or 2");
+  // Write defaults explicitly so a resolved scenario prints completely.
+  l->set_tp(l->tp());
+  l->set_pp(l->pp());
+  l->set_dp(l->dp());
+  l->set_virtual_stages(l->virtual_stages());
+  l->set_sequence_parallel(l->sequence_parallel());
+  l->set_zero_stage(l->zero_stage());
+  l->set_schedule(l->schedule());
+  l->set_recompute(l->recompute());
+  l->set_rank_order(l->rank_order());
+  OverlapSpec* o = l->mutable_overlap();
+  o->set_dp(o->dp());
+  o->set_pp(o->pp());
+  o->set_tp(o->tp());
+  return Status::Ok();
+}
+
+Status ResolveTraining(const LayoutSpec& l, TrainingSpec* t) {
+  MS_CHECK_FIELD(t->global_batch() > 0, "training.global_batch", t->global_batch(), "must be > 0");
+  MS_CHECK_FIELD(t->micro_batch() > 0, "training.micro_batch", t->micro_batch(), "must be > 0");
+  MS_CHECK_FIELD(t->steps() >= 1 && t->steps() <= 1000000, "training.steps", t->steps(),
+                 "must be between 1 and 1000000");
+  const int64_t per_round = static_cast<int64_t>(t->micro_batch()) * l.dp();
+  if (t->global_batch() % per_round != 0) {
+    return Status::BadField("training.global_batch", Num(t->global_batch()),
+                            "must be a multiple of training.micro_batch x layout.dp (" +
+                                Num(per_round) + ")");
+  }
+  const int64_t microbatches = t->global_batch() / per_round;
+  if (l.virtual_stages() > 1 && microbatches % l.pp() != 0) {
+    return Status::InvalidInput(
+        "micro-batches per replica = training.global_batch / (training.micro_batch x layout.dp) = " +
+        Num(microbatches) + ": the interleaved schedule needs a multiple of layout.pp (" +
+        Num(l.pp()) + ")");
+  }
+  t->set_global_batch(t->global_batch());
+  t->set_micro_batch(t->micro_batch());
+  t->set_optimizer(t->optimizer());
+  t->set_steps(t->steps());
+  return Status::Ok();
+}
+
+}  // namespace megascale::validation

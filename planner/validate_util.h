@@ -1,0 +1,36 @@
+// Helpers shared by the validation files (planner/validate*.cc): number formatting and the
+// one check macro, so every message reads "<field> = <value>: <rule>".
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "base/status.h"
+#include "planner/scenario.pb.h"
+
+namespace megascale::validation {
+
+inline std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+inline std::string Num(int64_t v) { return std::to_string(v); }
+inline std::string Num(int v) { return std::to_string(v); }
+
+// Each resolves one block of the scenario in place: checks its rules and fills its defaults.
+Status ResolveCluster(ClusterSpec* c);
+Status ResolveModel(ModelSpec* m);
+Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l);
+Status ResolveTraining(const LayoutSpec& l, TrainingSpec* t);
+Status ResolveFaults(const ClusterSpec& c, FaultSpec* f);
+Status ResolveSim(const ClusterSpec& c, SimSpec* s);
+Status ResolveOutputs(OutputSpec* o);
+
+}  // namespace megascale::validation
+
+#define MS_CHECK_FIELD(cond, field, value, rule)                                          \
+  do {                                                                                    \
+    if (!(cond)) return ::megascale::Status::BadField(field, ::megascale::validation::Num(value), rule); \
+  } while (0)
