@@ -1,6 +1,9 @@
 #include "exec/corpus.h"
 
 #include <cmath>
+#include <fstream>
+
+#include "exec/token_file.h"
 
 #include "base/atomic_file.h"
 
@@ -14,6 +17,15 @@ Result<std::vector<int32_t>> ByteTokensOfFile(const std::string& path) {
   tokens.reserve(text->size());
   for (char ch : *text) tokens.push_back(static_cast<uint8_t>(ch));
   return tokens;
+}
+
+Result<std::vector<int32_t>> LoadTrainingTokens(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[8] = {0};
+  if (in && in.read(head, sizeof(head)) && std::string(head, sizeof(head)) == "MSTOKENS") {
+    return ReadTokenFile(path);
+  }
+  return ByteTokensOfFile(path);  // NotFound naming the path when it is missing
 }
 
 double UnigramEntropyNats(const std::vector<int32_t>& tokens, int vocab) {

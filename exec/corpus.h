@@ -23,6 +23,10 @@ constexpr int kByteVocab = 256;
 // One token per byte. NotFound names the path when the file is missing.
 Result<std::vector<int32_t>> ByteTokensOfFile(const std::string& path);
 
+// The training data of a run: a token file (exec/token_file.h) when the file starts with its magic
+// "MSTOKENS", otherwise any file read as byte tokens. NotFound names the path when it is missing.
+Result<std::vector<int32_t>> LoadTrainingTokens(const std::string& path);
+
 // The unigram (order-0) entropy of the stream in nats: the cross-entropy of the best model that
 // ignores context. Training loss below it shows a model uses its context.
 double UnigramEntropyNats(const std::vector<int32_t>& tokens, int vocab);

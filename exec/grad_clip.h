@@ -14,6 +14,11 @@ namespace exec {
 // Sum of squares, in double (the order-independent part of the norm the parallel runs must match).
 double SquaredSum(const float* values, size_t n);
 
+// Scales grads[0, n) by max_norm / norm when norm = sqrt(squared_norm) exceeds max_norm, and
+// returns norm: ClipGradNorm's rule, for callers that add up the squared norm themselves (a
+// parallel run counts each tensor once across its TP, pipeline and DP copies).
+float ClipToNorm(float* grads, size_t n, double squared_norm, float max_norm);
+
 // Returns the global norm before clipping. max_norm <= 0 disables clipping (the norm is still
 // returned, for logging).
 float ClipGradNorm(float* grads, size_t n, float max_norm, const SumAcrossShards& sum = nullptr);

@@ -1,0 +1,95 @@
+// The CPU device: host memory and the fp32 reference kernels, one call each.
+#include <algorithm>
+#include <chrono>
+
+#include "exec/bias.h"
+#include "exec/cross_entropy.h"
+#include "exec/device.h"
+#include "exec/embedding.h"
+#include "exec/gelu.h"
+#include "exec/layernorm.h"
+#include "exec/linear.h"
+#include "exec/residual.h"
+
+namespace megascale {
+namespace exec {
+namespace {
+
+class Cpu : public Device {
+ public:
+  std::string name() const override { return "cpu"; }
+  float* Alloc(size_t n) override { return new float[n](); }
+  void Free(float* p) override { delete[] p; }
+  void Upload(float* d, const float* h, size_t n) override { std::copy(h, h + n, d); }
+  void Download(float* h, const float* s, size_t n) override { std::copy(s, s + n, h); }
+  void Copy(float* d, const float* s, size_t n) override { std::copy(s, s + n, d); }
+  void Zero(float* p, size_t n) override { std::fill(p, p + n, 0.0f); }
+  void Add(float* d, const float* s, size_t n) override {
+    for (size_t i = 0; i < n; ++i) d[i] += s[i];
+  }
+  void EmbeddingForward(float* out, const int32_t* tok, const float* wte, const float* wpe, int B, int T,
+                        int C) override {
+    exec::EmbeddingForward(out, tok, wte, wpe, B, T, C);
+  }
+  void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tok, int B, int T,
+                         int C) override {
+    exec::EmbeddingBackward(dwte, dwpe, dout, tok, B, T, C);
+  }
+  void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                        const float* b, int N, int C) override {
+    exec::LayerNormForward(out, mean, rstd, inp, w, b, N, C);
+  }
+  void LayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                         const float* w, const float* mean, const float* rstd, int N, int C) override {
+    exec::LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+  }
+  void LinearForward(float* out, const float* inp, const float* w, const float* b, int N, int C,
+                     int OC) override {
+    exec::LinearForward(out, inp, w, b, N, C, OC);
+  }
+  void LinearBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                      int N, int C, int OC) override {
+    exec::LinearBackward(dinp, dw, db, dout, inp, w, N, C, OC);
+  }
+  void BiasForward(float* out, const float* b, int N, int OC) override { exec::BiasForward(out, b, N, OC); }
+  void BiasBackward(float* db, const float* dout, int N, int OC) override {
+    exec::BiasBackward(db, dout, N, OC);
+  }
+  void AttentionForward(float* out, float* att, const float* qkv, const AttentionShape& s) override {
+    exec::AttentionForward(out, att, qkv, s);
+  }
+  void AttentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                         const AttentionShape& s) override {
+    exec::AttentionBackward(dqkv, dout, qkv, att, s);
+  }
+  void GeluForward(float* out, const float* inp, int n) override { exec::GeluForward(out, inp, n); }
+  void GeluBackward(float* dinp, const float* inp, const float* dout, int n) override {
+    exec::GeluBackward(dinp, inp, dout, n);
+  }
+  void ResidualForward(float* out, const float* a, const float* b, int n) override {
+    exec::ResidualForward(out, a, b, n);
+  }
+  float CrossEntropyForward(float* probs, const float* logits, const int32_t* t, int N, int V) override {
+    return exec::CrossEntropyForward(probs, logits, t, N, V);
+  }
+  void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* t, float dloss, int N,
+                            int V) override {
+    exec::CrossEntropyBackward(dlogits, probs, t, dloss, N, V);
+  }
+  void Synchronize() override {}
+  int64_t NowNs() override {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
+}  // namespace
+
+Device* CpuDevice() {
+  static Cpu cpu;  // stateless: one instance serves every caller
+  return &cpu;
+}
+
+}  // namespace exec
+}  // namespace megascale

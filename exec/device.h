@@ -1,0 +1,184 @@
+// Device: the one interface through which exec/ computes: memory and the model's kernels (CPU
+// fp32 reference today, CUDA later). Every kernel has the shapes and the accumulate-into-gradient
+// contract of its CPU reference header (exec/linear.h, exec/attention.h, ...), which the CUDA
+// implementation will be checked against tensor by tensor.
+//
+// Memory: float buffers from Alloc live on the device; Upload/Download copy from and to the host.
+// Token and target ids are host arrays (a device copies them in itself). The CPU device's buffers
+// are host memory, so the optimizers (exec/adamw.h, exec/lamb.h) run on them directly today.
+// Ordering: kernels run in call order; Synchronize() returns when all have finished (a no-op on
+// the CPU, which runs each kernel before returning). NowNs() is the device's clock for traces:
+// a steady clock on the CPU.
+// Not thread-safe: one thread issues a device's work.
+//
+// Tests wrap a device (a slow rank, a failing kernel) by deriving from DeviceWrapper.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "exec/attention.h"
+
+namespace megascale {
+namespace exec {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+
+  // Memory. Alloc returns n zeroed floats; Free(nullptr) is a no-op.
+  virtual float* Alloc(size_t n) = 0;
+  virtual void Free(float* p) = 0;
+  virtual void Upload(float* dst, const float* host, size_t n) = 0;
+  virtual void Download(float* host, const float* src, size_t n) = 0;
+  virtual void Copy(float* dst, const float* src, size_t n) = 0;
+  virtual void Zero(float* p, size_t n) = 0;
+  virtual void Add(float* dst, const float* src, size_t n) = 0;  // dst += src
+
+  // Kernels (see each reference header for shapes).
+  virtual void EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+                                int T, int C) = 0;
+  virtual void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                                 int T, int C) = 0;
+  virtual void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                                const float* b, int N, int C) = 0;
+  virtual void LayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                                 const float* w, const float* mean, const float* rstd, int N, int C) = 0;
+  virtual void LinearForward(float* out, const float* inp, const float* w, const float* b, int N, int C,
+                             int OC) = 0;
+  virtual void LinearBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                              const float* w, int N, int C, int OC) = 0;
+  virtual void BiasForward(float* out, const float* b, int N, int OC) = 0;
+  virtual void BiasBackward(float* db, const float* dout, int N, int OC) = 0;
+  virtual void AttentionForward(float* out, float* att, const float* qkv, const AttentionShape& s) = 0;
+  virtual void AttentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                                 const AttentionShape& s) = 0;
+  virtual void GeluForward(float* out, const float* inp, int n) = 0;
+  virtual void GeluBackward(float* dinp, const float* inp, const float* dout, int n) = 0;
+  virtual void ResidualForward(float* out, const float* a, const float* b, int n) = 0;
+  // Returns the mean loss over the N rows (a host value: the device synchronizes to return it).
+  virtual float CrossEntropyForward(float* probs, const float* logits, const int32_t* targets, int N,
+                                    int V) = 0;
+  virtual void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* targets, float dloss,
+                                    int N, int V) = 0;
+
+  virtual void Synchronize() = 0;
+  virtual int64_t NowNs() = 0;
+};
+
+// The CPU fp32 reference device (exec/cpu_device.cc).
+Device* CpuDevice();
+
+// Forwards every call to `inner` (not owned). Derive and override what a test needs.
+class DeviceWrapper : public Device {
+ public:
+  explicit DeviceWrapper(Device* inner) : inner_(inner) {}
+  std::string name() const override { return inner_->name(); }
+  float* Alloc(size_t n) override { return inner_->Alloc(n); }
+  void Free(float* p) override { inner_->Free(p); }
+  void Upload(float* d, const float* h, size_t n) override { inner_->Upload(d, h, n); }
+  void Download(float* h, const float* s, size_t n) override { inner_->Download(h, s, n); }
+  void Copy(float* d, const float* s, size_t n) override { inner_->Copy(d, s, n); }
+  void Zero(float* p, size_t n) override { inner_->Zero(p, n); }
+  void Add(float* d, const float* s, size_t n) override { inner_->Add(d, s, n); }
+  void EmbeddingForward(float* out, const int32_t* tok, const float* wte, const float* wpe, int B, int T,
+                        int C) override {
+    inner_->EmbeddingForward(out, tok, wte, wpe, B, T, C);
+  }
+  void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tok, int B, int T,
+                         int C) override {
+    inner_->EmbeddingBackward(dwte, dwpe, dout, tok, B, T, C);
+  }
+  void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                        const float* b, int N, int C) override {
+    inner_->LayerNormForward(out, mean, rstd, inp, w, b, N, C);
+  }
+  void LayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                         const float* w, const float* mean, const float* rstd, int N, int C) override {
+    inner_->LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+  }
+  void LinearForward(float* out, const float* inp, const float* w, const float* b, int N, int C,
+                     int OC) override {
+    inner_->LinearForward(out, inp, w, b, N, C, OC);
+  }
+  void LinearBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                      int N, int C, int OC) override {
+    inner_->LinearBackward(dinp, dw, db, dout, inp, w, N, C, OC);
+  }
+  void BiasForward(float* out, const float* b, int N, int OC) override { inner_->BiasForward(out, b, N, OC); }
+  void BiasBackward(float* db, const float* dout, int N, int OC) override {
+    inner_->BiasBackward(db, dout, N, OC);
+  }
+  void AttentionForward(float* out, float* att, const float* qkv, const AttentionShape& s) override {
+    inner_->AttentionForward(out, att, qkv, s);
+  }
+  void AttentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                         const AttentionShape& s) override {
+    inner_->AttentionBackward(dqkv, dout, qkv, att, s);
+  }
+  void GeluForward(float* out, const float* inp, int n) override { inner_->GeluForward(out, inp, n); }
+  void GeluBackward(float* dinp, const float* inp, const float* dout, int n) override {
+    inner_->GeluBackward(dinp, inp, dout, n);
+  }
+  void ResidualForward(float* out, const float* a, const float* b, int n) override {
+    inner_->ResidualForward(out, a, b, n);
+  }
+  float CrossEntropyForward(float* probs, const float* logits, const int32_t* t, int N, int V) override {
+    return inner_->CrossEntropyForward(probs, logits, t, N, V);
+  }
+  void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* t, float dloss, int N,
+                            int V) override {
+    inner_->CrossEntropyBackward(dlogits, probs, t, dloss, N, V);
+  }
+  void Synchronize() override { inner_->Synchronize(); }
+  int64_t NowNs() override { return inner_->NowNs(); }
+
+ protected:
+  Device* inner() const { return inner_; }
+
+ private:
+  Device* inner_;
+};
+
+// A device buffer that frees itself. Move-only.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Device* device, size_t n)
+      : device_(device), data_(n > 0 ? device->Alloc(n) : nullptr), n_(n) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept : device_(o.device_), data_(o.data_), n_(o.n_) {
+    o.data_ = nullptr;
+    o.n_ = 0;
+  }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      device_ = o.device_;
+      data_ = o.data_;
+      n_ = o.n_;
+      o.data_ = nullptr;
+      o.n_ = 0;
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { Reset(); }
+
+  float* data() const { return data_; }
+  size_t size() const { return n_; }
+
+ private:
+  void Reset() {
+    if (data_ != nullptr) device_->Free(data_);
+    data_ = nullptr;
+  }
+  Device* device_ = nullptr;
+  float* data_ = nullptr;
+  size_t n_ = 0;
+};
+
+}  // namespace exec
+}  // namespace megascale

@@ -1,0 +1,71 @@
+#include "exec/op_recorder.h"
+
+namespace megascale {
+namespace exec {
+namespace {
+
+struct Placement {
+  Lane lane;
+  Group group;
+};
+
+Placement PlacementOf(OpKind kind) {
+  switch (kind) {
+    case TP_ALL_GATHER:
+    case TP_REDUCE_SCATTER:
+    case TP_ALL_REDUCE:
+      return {TP_COMM, TP_GROUP};
+    case PP_SEND:
+      return {PP_SEND_LANE, PP_GROUP};
+    case PP_RECV:
+      return {PP_RECV_LANE, PP_GROUP};
+    case DP_REDUCE_SCATTER:
+    case DP_ALL_GATHER:
+    case DP_ALL_REDUCE:
+      return {DP_COMM, DP_GROUP};
+    default:
+      return {COMPUTE, NO_GROUP};
+  }
+}
+
+}  // namespace
+
+void OpRecorder::BeginStep(int step) {
+  step_ = step;
+  next_id_ = 0;
+  for (uint32_t& s : seq_) s = 0;
+}
+
+void OpRecorder::Record(OpKind kind, int64_t start_ns, int64_t end_ns, double bytes, Group group) {
+  Placement where = PlacementOf(kind);
+  if (group != NO_GROUP) where.group = group;
+  TraceEvent e;
+  e.set_rank(rank_);
+  e.set_step(step_);
+  e.set_op_id(next_id_++);
+  e.set_kind(kind);
+  e.set_lane(where.lane);
+  e.set_phase(phase_);
+  e.set_group(where.group);
+  e.set_start_ns(start_ns - origin_ns_);
+  e.set_end_ns(end_ns - origin_ns_);
+  if (where.lane == COMPUTE && kind != OPTIMIZER_STEP) {
+    e.set_flops(ComputeOpCost(kind, phase_, shape_).flops);
+  }
+  e.set_bytes(bytes);
+  if (where.group != NO_GROUP) e.set_collective_seq(seq_[where.group]++);
+  e.set_microbatch(microbatch_);
+  e.set_chunk(chunk_);
+  e.set_layer(layer_);
+  e.set_stage(stage_);
+  events_.push_back(std::move(e));
+}
+
+std::vector<TraceEvent> OpRecorder::TakeEvents() {
+  std::vector<TraceEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+}  // namespace exec
+}  // namespace megascale

@@ -1,0 +1,35 @@
+// The groups a rank talks to, split from the world by planner/layout.h's RankLayout (the one
+// owner of rank coordinates), and how ranks agree on an error before anyone blocks.
+//
+//  * tp:   the tensor-parallel peers of this rank (member index = tp coordinate);
+//  * pp:   the same (tp, dp) position on every stage (member index = stage);
+//  * dp:   the data-parallel replicas of this (tp, stage) position (member index = dp coordinate);
+//  * tied: with pp > 1, the first and last stage of this (tp, dp) position, which hold the two
+//          copies of the tied embedding / LM head (member 0 = first stage); nullptr elsewhere.
+// Not thread-safe (the communicators are not).
+#pragma once
+
+#include <memory>
+
+#include "exec/communicator.h"
+#include "planner/layout.h"
+
+namespace megascale {
+namespace exec {
+
+struct ParallelGroups {
+  RankCoords coords;
+  std::unique_ptr<Communicator> tp, pp, dp, tied;
+};
+
+// Collective over world. REQUIRES: world->size() == tp x pp x dp of layout.
+Result<ParallelGroups> MakeGroups(Communicator* world, const LayoutSpec& layout);
+
+// Collective over comm: every member passes its own status. OK when every member is OK; otherwise
+// a failed member returns its own error and every other member the first failing member's (by
+// member index, naming it), so all ranks stop together instead of some waiting in a collective
+// for a rank that has given up.
+Status AgreeOnStatus(Communicator* comm, const Status& mine);
+
+}  // namespace exec
+}  // namespace megascale

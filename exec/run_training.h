@@ -1,0 +1,68 @@
+// Running a Plan for real: the entry point of `megascale run` (CPU + MPI today).
+//
+// Launch: `mpirun -np N megascale run SCENARIO` (or srun); world size 1 runs without mpirun. Each
+// rank builds its stage of the GPT from the plan (model, layout, training), TP/SP-split, and runs
+// the plan's pipeline schedule (exec/pipeline_schedule.h) over its micro-batches, then the
+// gradient reductions, clipping and optimizer (exec/distributed_optimizer.h), for the plan's steps.
+// Losses and parameters are those of the single-process reference (exec/gpt.h) on the whole
+// global batch, up to fp32 summation order (tests/exec_mpi).
+//
+// Data: row r of step s of the global batch is BatchSampler's (seed, s, r) window of the corpus;
+// DP replica d takes rows [d G/dp, (d+1) G/dp), micro-batch k of them rows k x micro_batch on.
+// Every rank reads the corpus itself (the per-node reader of issue 4 is not here yet).
+//
+// Failure: errors every rank can see (a plan for another world size, a bad model, a missing or
+// bad corpus) come back on every rank with the same message, before any rank waits for another,
+// so all ranks exit within seconds; the driver prints the message on rank 0. An error inside a
+// step (a failed collective) comes back as FailedRun on the rank that saw it; its peers may be
+// blocked in a collective, so the driver calls AbortWorld (exec/mpi_communicator.h).
+// Not thread-safe; one call per process at a time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "exec/communicator.h"
+#include "exec/device.h"
+#include "exec/optimizer.h"
+#include "planner/plan.pb.h"
+#include "planner/scenario.pb.h"
+#include "traces/trace_sink.h"
+
+namespace megascale {
+namespace exec {
+
+struct RunOptions {
+  // REQUIRES: non-empty. A token file (exec/token_file.h) or any file, read as byte tokens
+  // (exec/corpus.h's kShippedCorpus, relative to the repository root, is the shipped one).
+  std::string corpus;
+  uint64_t param_seed = 42;  // parameter initialization (exec/counter_rng.h)
+  uint64_t data_seed = 1;    // batch positions (exec/batch_sampler.h)
+  // Default: lr 1e-3, betas (0.9, 0.999), eps 1e-8, no weight decay. The plan's
+  // training.optimizer picks AdamW or LAMB.
+  OptimizerHyper hyper;
+  float clip_norm = 1.0f;      // global-norm clipping; <= 0 disables it
+  int steps = 0;               // 0: the plan's training.steps
+  bool gather_params = false;  // world rank 0 receives the whole model after the last step (tests)
+  Device* device = nullptr;    // nullptr: CpuDevice(); tests pass a wrapper
+};
+
+struct TrainingReport {
+  std::vector<float> losses;      // mean loss over the global batch, per step (every rank)
+  std::vector<float> grad_norms;  // global gradient norm before clipping, per step (every rank)
+  std::vector<float> params;      // the whole model in ParamLayout order (rank 0, gather_params)
+  double wall_s = 0;              // this rank's time in the steps
+};
+
+// Collective over world. The trace goes to sink on world rank 0 (exec/exec_trace.h); sink may be
+// nullptr. REQUIRES: plan from BuildPlan.
+Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Communicator* world,
+                             TraceSink* sink);
+
+// Opens the world (exec/mpi_communicator.h: MPI under a launcher, else one rank) and trains.
+// REQUIRES: resolved from ResolveScenario, plan from BuildPlan(resolved).
+Status RunTraining(const Scenario& resolved, const Plan& plan, const RunOptions& options, TraceSink* sink);
+
+}  // namespace exec
+}  // namespace megascale

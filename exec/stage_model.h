@@ -1,0 +1,94 @@
+// StageModel: the part of the GPT one rank holds (its pipeline stage's model chunks, TP-split), on
+// a Device, with forward and backward per (chunk, micro-batch) as a pipeline schedule calls them.
+//
+// Chunk c of stage s is virtual stage v = c x pp + s (Megatron-LM's interleaving; c = 0 only for
+// 1F1B) and holds layers [v L/V, (v+1) L/V) of V = pp x vp virtual stages. Virtual stage 0 begins
+// with the embedding, virtual stage V-1 ends with the final LayerNorm, LM head and cross-entropy.
+// Between chunks the residual stream travels as (rows, C): this rank's rows (exec/tp_block.h).
+// The embedding and the head run on the rows a rank holds (with SP, on its slice; the embedding
+// is computed for all N rows and sliced, which needs no communication).
+// Parameters and gradients live in two flat device arrays laid out by StageParams.
+// Activations of a (chunk, micro-batch) are kept from its forward until Release().
+// Not thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "exec/stage_params.h"
+#include "exec/tp_block.h"
+
+namespace megascale {
+namespace exec {
+
+struct StageSetup {
+  int stage = 0, pp = 1, vp = 1;
+  int tp_rank = 0, tp = 1;
+  bool sequence_parallel = false;
+  int micro_batch = 1;  // B of one micro-batch; T = config.seq_len
+};
+
+// The parameters a rank with this setup holds (its chunks' layers, embedding, head).
+ShardSpec ShardSpecOf(const GptConfig& config, const StageSetup& setup);
+
+// The tokens of one micro-batch: (B,T) inputs and targets, host arrays.
+struct MicroBatchData {
+  const int32_t* tokens = nullptr;
+  const int32_t* targets = nullptr;
+};
+
+class StageModel {
+ public:
+  // REQUIRES: layers % (pp x vp) == 0; tp divides heads, kv_heads, ffn (and B x T with SP).
+  StageModel(const GptConfig& config, const StageSetup& setup, Device* device);
+  ~StageModel();
+
+  const GptConfig& config() const { return config_; }
+  const ParamLayout& full_layout() const { return full_; }
+  const StageParams& local() const { return local_; }
+  const TpDims& dims() const { return dims_; }
+  int virtual_stage(int chunk) const { return chunk * setup_.pp + setup_.stage; }
+  int virtual_stages() const { return setup_.pp * setup_.vp; }
+  bool is_first(int chunk) const { return virtual_stage(chunk) == 0; }
+  bool is_last(int chunk) const { return virtual_stage(chunk) == virtual_stages() - 1; }
+  float* params() const { return params_.data(); }
+  float* grads() const { return grads_.data(); }
+
+  void InitParams(uint64_t seed);
+
+  // input: the previous virtual stage's output (rows,C), ignored on virtual stage 0. On the last
+  // virtual stage, *loss receives the mean cross-entropy of this rank's rows.
+  Status Forward(const TpContext& ctx, int chunk, int microbatch, const MicroBatchData& data,
+                 const float* input, float* loss);
+  // This chunk's output (rows,C), valid until Release.
+  const float* Output(int chunk, int microbatch) const;
+  // dout: the next virtual stage's input gradient (rows,C), ignored on the last virtual stage,
+  // where dloss scales the mean loss of this rank's rows. Accumulates into grads().
+  Status Backward(const TpContext& ctx, int chunk, int microbatch, const MicroBatchData& data,
+                  const float* dout, float dloss);
+  // The input gradient (rows,C) of the last Backward of (chunk, microbatch), valid until Release.
+  const float* InputGrad(int chunk, int microbatch) const;
+  void Release(int chunk, int microbatch);
+
+ private:
+  struct Acts;
+  BlockParams ParamsOf(int layer) const;
+  BlockGrads GradsOf(int layer) const;
+  const float* P(const char* name) const;
+  float* G(const char* name) const;
+  const char* head_name() const;
+
+  GptConfig config_;
+  StageSetup setup_;
+  Device* device_;
+  ParamLayout full_;
+  StageParams local_;
+  TpDims dims_;
+  DeviceBuffer params_, grads_;
+  std::map<std::pair<int, int>, std::unique_ptr<Acts>> acts_;
+};
+
+}  // namespace exec
+}  // namespace megascale

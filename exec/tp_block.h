@@ -1,0 +1,72 @@
+// One transformer layer on one tensor-parallel rank (Megatron-LM's split, Shoeybi et al. 2019;
+// sequence parallelism, Korthikanti et al. 2022), forward and backward, on a Device, talking to
+// its TP peers through a Communicator. The math is exec/block.h's; only the split differs.
+//
+// Between TP regions a rank holds `rows` token rows of the (B*T, C) residual stream: all N rows
+// without sequence parallelism, or its N/tp contiguous slice with it. Each TP region (attention,
+// MLP) is entered through "f" and left through "g":
+//             forward                         backward
+//   f   SP: all-gather rows -> N rows     SP: reduce-scatter the input gradient
+//       no SP: identity                   no SP: all-reduce it
+//   g   SP: reduce-scatter partial sums   SP: all-gather the output gradient
+//       no SP: all-reduce them            no SP: identity
+// Inside a region a rank runs its heads (QKV column split, attention, projection row split) or its
+// FFN columns (FC column split, GeLU, FC-projection row split). The row-split biases are added
+// once after g. The parallel block sums both regions' partial outputs and leaves through one g.
+// With tp = 1 every f and g is the identity and no collective is called.
+// Gradients of the TP-replicated tensors (LayerNorms, row-split biases) are complete on every
+// rank without SP and partial sums over the TP group with it (the caller all-reduces them once
+// per step). Not thread-safe.
+#pragma once
+
+#include "exec/block.h"
+#include "exec/communicator.h"
+#include "exec/device.h"
+#include "exec/op_recorder.h"
+
+namespace megascale {
+namespace exec {
+
+struct TpContext {
+  Device* device = nullptr;
+  Communicator* tp = nullptr;
+  bool sequence_parallel = false;
+  OpRecorder* recorder = nullptr;
+};
+
+// Local sizes of one micro-batch on one TP rank.
+struct TpDims {
+  int B = 0, T = 0;
+  int N = 0;     // B*T token rows
+  int rows = 0;  // rows held between TP regions: N/tp with SP, N without
+  int row0 = 0;  // first row held
+  int C = 0;
+  int heads = 0, kv_heads = 0, head_dim = 0, qkv = 0, attn = 0, ffn = 0;  // this rank's share
+  int window = 0;
+  bool parallel_block = false;
+  bool split() const { return rows != N; }
+};
+
+// REQUIRES: tp divides heads, kv_heads and ffn; with SP, tp divides B*T.
+TpDims MakeTpDims(const GptConfig& c, int B, int T, int tp_rank, int tp, bool sequence_parallel);
+
+// Activations one layer saves for its backward.
+struct TpBlockActs {
+  TpBlockActs(Device* device, const TpDims& d);
+  DeviceBuffer ln1, ln1_mean, ln1_rstd, ln1_full;        // (rows,C), (rows), (rows), (N,C) with SP
+  DeviceBuffer qkv, atty, att;                           // (N,qkv), (N,attn), (B,heads,T,T)
+  DeviceBuffer attproj;                                  // serial: (rows,C) after g, bias added
+  DeviceBuffer res2, ln2, ln2_mean, ln2_rstd, ln2_full;  // serial only
+  DeviceBuffer fch, fch_gelu;                            // (N,ffn)
+  DeviceBuffer out;                                      // (rows,C)
+};
+
+// x: (rows,C). Writes a->out.
+Status TpBlockForward(const TpContext& ctx, const TpDims& d, const BlockParams& p, const float* x,
+                      TpBlockActs* a);
+// dout: (rows,C). Accumulates into the local gradients g and into dx (rows,C).
+Status TpBlockBackward(const TpContext& ctx, const TpDims& d, const BlockParams& p, const BlockGrads& g,
+                       const float* x, const TpBlockActs& a, const float* dout, float* dx);
+
+}  // namespace exec
+}  // namespace megascale

@@ -1,0 +1,191 @@
+// Train(): validation every rank agrees on, then the steps (exec/run_training.h).
+#include <chrono>
+
+#include "exec/batch_sampler.h"
+#include "exec/corpus.h"
+#include "exec/distributed_optimizer.h"
+#include "exec/exec_trace.h"
+#include "exec/parallel_groups.h"
+#include "exec/pipeline_schedule.h"
+#include "exec/run_training.h"
+
+namespace megascale {
+namespace exec {
+namespace {
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+// Checks that need no communication: every rank reaches the same verdict from the same plan.
+Status CheckLaunch(const Plan& plan, const GptConfig& c, int world_size) {
+  const LayoutSpec& l = plan.layout();
+  if (world_size != plan.world_size()) {
+    std::string started = world_size == 1 && plan.world_size() > 1
+                              ? "the process was started without mpirun (1 rank); run it with mpirun -np " +
+                                    Num(plan.world_size())
+                              : "mpirun started " + Num(world_size);
+    return Status::InvalidInput("the plan needs " + Num(plan.world_size()) + " ranks (TP " + Num(l.tp()) +
+                                " x PP " + Num(l.pp()) + " x DP " + Num(l.dp()) + "); " + started);
+  }
+  const int V = l.pp() * l.virtual_stages();
+  if (c.layers % V != 0) {
+    return Status::BadField("model.layers", Num(c.layers),
+                            "must be a multiple of layout.pp x layout.virtual_stages (" + Num(V) + ")");
+  }
+  if (c.heads % l.tp() != 0 || c.kv_heads % l.tp() != 0 || c.ffn % l.tp() != 0) {
+    return Status::BadField("layout.tp", Num(l.tp()), "must divide model.heads, kv_heads and ffn_hidden");
+  }
+  const int64_t rows = static_cast<int64_t>(plan.training().micro_batch()) * c.seq_len;
+  if (l.sequence_parallel() && l.tp() > 1 && rows % l.tp() != 0) {
+    return Status::BadField(
+        "layout.sequence_parallel", "true",
+        "needs training.micro_batch x model.seq_len (" + Num(rows) + ") to be a multiple of layout.tp");
+  }
+  return Status::Ok();
+}
+
+// Rank 0 receives every rank's local parameters and puts them in their places.
+Status GatherFullParams(Communicator* world, const Plan& plan, const GptConfig& c, const StageSetup& mine,
+                        const StageModel& model, std::vector<float>* full) {
+  const StageParams& local = model.local();
+  std::string bytes(reinterpret_cast<const char*>(model.params()), local.total * sizeof(float));
+  std::vector<std::string> all;
+  MS_RETURN_IF_ERROR(world->GatherBytes(bytes, &all, 0));
+  if (world->rank() != 0) return Status::Ok();
+  const RankLayout layout(plan.layout());
+  full->assign(model.full_layout().total, 0.0f);
+  for (int r = 0; r < world->size(); ++r) {
+    const RankCoords rc = layout.CoordsOf(r);
+    StageSetup s = mine;
+    s.stage = rc.pp;
+    s.tp_rank = rc.tp;
+    // The same function that placed rank r's parameters there.
+    const StageParams other = BuildStageParams(c, model.full_layout(), ShardSpecOf(c, s));
+    if (all[r].size() != other.total * sizeof(float)) {
+      return Status::Internal("rank " + Num(r) + " sent " + Num(all[r].size()) + " bytes of parameters");
+    }
+    ScatterToFull(model.full_layout(), other, reinterpret_cast<const float*>(all[r].data()), full->data());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Communicator* world,
+                             TraceSink* sink) {
+  Device* device = options.device != nullptr ? options.device : CpuDevice();
+  MS_ASSIGN_OR_RETURN(GptConfig config, GptConfigFromModel(plan.model()));
+  MS_RETURN_IF_ERROR(CheckLaunch(plan, config, world->size()));
+  const LayoutSpec& l = plan.layout();
+  const TrainingSpec& t = plan.training();
+  const int steps = options.steps > 0 ? options.steps : t.steps();
+  const int G = static_cast<int>(t.global_batch()), mb = t.micro_batch(), m = plan.microbatches();
+
+  // The data, on every rank; all agree on the outcome before anyone goes on.
+  Status data_status;
+  Result<std::vector<int32_t>> tokens = Status::InvalidInput("corpus: no path given (RunOptions.corpus)");
+  if (!options.corpus.empty()) tokens = LoadTrainingTokens(options.corpus);
+  Result<BatchSampler> sampler = Status::InvalidInput("no tokens");  // replaced when tokens loaded
+  if (tokens.ok()) {
+    sampler = BatchSampler::Create(std::move(*tokens), G, config.seq_len, config.vocab, options.data_seed);
+    data_status = sampler.status();
+    if (!data_status.ok()) {
+      data_status = Status::InvalidInput("corpus " + options.corpus + ": " + data_status.message());
+    }
+  } else {
+    data_status = tokens.status();
+  }
+  MS_RETURN_IF_ERROR(AgreeOnStatus(world, data_status));
+
+  MS_ASSIGN_OR_RETURN(ParallelGroups groups, MakeGroups(world, l));
+  const RankCoords me = groups.coords;
+  StageSetup setup;
+  setup.stage = me.pp;
+  setup.pp = l.pp();
+  setup.vp = l.virtual_stages();
+  setup.tp_rank = me.tp;
+  setup.tp = l.tp();
+  setup.sequence_parallel = l.sequence_parallel();
+  setup.micro_batch = mb;
+  StageModel model(config, setup, device);
+  model.InitParams(options.param_seed);
+
+  OptimizerSetup opt;
+  opt.kind = t.optimizer();
+  opt.hyper = options.hyper;
+  opt.clip_norm = options.clip_norm;
+  opt.zero_stage = l.zero_stage();
+  opt.sequence_parallel = l.sequence_parallel();
+  DistributedOptimizer optimizer(&model, &groups, world, opt);
+
+  // The loss of the step is the mean over all G x T tokens: each micro-batch's mean (over the
+  // rows this rank holds) weighs 1 / (micro-batches x replicas x row shards).
+  const bool split_rows = model.dims().split();
+  ScheduleSetup schedule;
+  schedule.microbatches = m;
+  schedule.loss_scale = 1.0f / (static_cast<float>(m) * l.dp() * (split_rows ? l.tp() : 1));
+  schedule.counts_loss = split_rows || me.tp == 0;
+
+  OpShape shape;
+  shape.model = plan.model();
+  shape.micro_batch = mb;
+  shape.tp = l.tp();
+  shape.sequence_parallel = l.sequence_parallel();
+  shape.flash_attention = l.kernels().flash_attention();
+  shape.fused_elementwise = l.kernels().fused_elementwise();
+  MS_RETURN_IF_ERROR(world->Barrier());
+  OpRecorder recorder(device, shape, world->rank(), me.pp, device->NowNs());
+  if (world->rank() == 0 && sink != nullptr) sink->OnHeader(ExecTraceHeader(plan, steps, device->name()));
+  TpContext ctx;
+  ctx.device = device;
+  ctx.tp = groups.tp.get();
+  ctx.sequence_parallel = l.sequence_parallel();
+  ctx.recorder = &recorder;
+
+  TrainingReport report;
+  const int T = config.seq_len, per_replica = G / l.dp();
+  std::vector<int32_t> in(static_cast<size_t>(m) * mb * T), tg(in.size());
+  std::vector<MicroBatchData> data(m);
+  for (int k = 0; k < m; ++k) {
+    const size_t at = static_cast<size_t>(k) * mb * T;
+    data[k] = {in.data() + at, tg.data() + at};
+  }
+  const auto wall0 = std::chrono::steady_clock::now();
+  // One step; any error in it is the run failing on this rank (its peers may be blocked).
+  auto run_step = [&](int step) -> Status {
+    recorder.BeginStep(step);
+    for (int row = 0; row < per_replica; ++row) {
+      sampler->SampleRow(step, me.dp * per_replica + row, in.data() + static_cast<size_t>(row) * T,
+                         tg.data() + static_cast<size_t>(row) * T);
+    }
+    MS_ASSIGN_OR_RETURN(double loss, RunPipelineSchedule(&model, &groups, ctx, data, schedule));
+    MS_ASSIGN_OR_RETURN(float norm, optimizer.Step(&recorder));
+    MS_RETURN_IF_ERROR(world->AllReduceSum(&loss, 1));
+    report.losses.push_back(static_cast<float>(loss));
+    report.grad_norms.push_back(norm);
+    return GatherStepEvents(world, recorder.TakeEvents(), sink);
+  };
+  auto end_trace = [&](int completed, bool failed) {
+    if (world->rank() != 0 || sink == nullptr) return;
+    RunEnd end;
+    end.set_steps_completed(completed);
+    end.set_failed(failed);
+    end.set_end_ns(device->NowNs() - recorder.origin_ns());
+    sink->OnEnd(end);
+  };
+  for (int step = 0; step < steps; ++step) {
+    Status s = run_step(step);
+    if (!s.ok()) {
+      end_trace(step, true);
+      return Status::FailedRun("rank " + Num(world->rank()) + ", step " + Num(step) + ": " + s.message());
+    }
+  }
+  report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  end_trace(steps, false);
+  if (options.gather_params) {
+    MS_RETURN_IF_ERROR(GatherFullParams(world, plan, config, setup, model, &report.params));
+  }
+  return report;
+}
+
+}  // namespace exec
+}  // namespace megascale

@@ -1,0 +1,139 @@
+// The MPI test driver: plans a tiny GPT with the real planner, trains it with exec::Train on the
+// ranks mpirun started, and (with --check-reference) compares the losses and the gathered
+// parameters on rank 0 with the single-process reference (tests/exec/tiny_run.h).
+// Exit status: 0 when every check on this rank passed; mpirun reports the worst rank's.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "exec/mpi_communicator.h"
+#include "tests/exec/tiny_run.h"
+#include "traces/trace_io.h"
+
+namespace megascale::exec {
+namespace {
+
+// Why these tolerances. The parallel run computes the same fp32 math in a different order: TP
+// peers sum partial GEMM outputs (all-reduce / reduce-scatter) instead of one dot product, row-split
+// biases are added after that sum, gradients add up over micro-batches, DP replicas and TP row
+// shards instead of over one batch, and norms are summed per rank in double then across ranks.
+// Each reordering changes a value by a few fp32 ulps (~1e-7 relative). Losses (~5.5) then differ by
+// ~1e-6 at most (measured: 0, the double-summed mean rounds alike): 2e-5 allows 20x that. Adam's and LAMB's
+// steps normalize the gradient, so a relative gradient error e moves a parameter by ~lr x e per step, except
+// where a gradient is ~0 and m / sqrt(v) is decided by rounding noise; after 5 steps of lr 3e-3 (LAMB: lr
+// 1e-2 times the trust ratio) the measured differences are at most 4.4e-6 (docs/exec.md): 5e-5 keeps a 10x
+// margin while staying 100x below how far the parameters move (> 5e-3), so a missing reduction
+// (~2e-2, tried) fails.
+constexpr float kLossTol = 2e-5f;
+constexpr float kParamTol = 5e-5f;
+
+int Main(int argc, char** argv) {
+  testing::TinySpec t;
+  std::string optimizer = "adam", trace, corpus = testing::ShippedCorpus();
+  std::vector<std::string> expect_error;
+  bool check = false, no_sp = false;
+  CLI::App app{"exec MPI test driver"};
+  app.add_option("--tp", t.tp);
+  app.add_option("--pp", t.pp);
+  app.add_option("--dp", t.dp);
+  app.add_option("--vp", t.vp);
+  app.add_option("--layers", t.layers);
+  app.add_option("--micro-batch", t.micro_batch);
+  app.add_option("--global-batch", t.global_batch);
+  app.add_flag("--parallel-block", t.parallel_block);
+  app.add_option("--window", t.window);
+  app.add_option("--optimizer", optimizer)->check(CLI::IsMember({"adam", "lamb"}));
+  app.add_flag("--no-sp", no_sp);
+  app.add_option("--zero", t.zero_stage);
+  app.add_option("--steps", t.steps);
+  app.add_option("--corpus", corpus);
+  app.add_option("--trace", trace, "write the run's trace here (rank 0)");
+  app.add_flag("--check-reference", check);
+  app.add_option("--expect-error", expect_error,
+                 "pass when every rank fails with a message containing each of these (repeatable)");
+  CLI11_PARSE(app, argc, argv);
+  t.sequence_parallel = !no_sp;
+  t.optimizer = optimizer == "lamb" ? LAMB : ADAM;
+
+  Result<std::unique_ptr<Communicator>> world = OpenWorld();
+  if (!world.ok()) {
+    std::fprintf(stderr, "error: %s\n", world.status().message().c_str());
+    return 1;
+  }
+  Communicator* w = world->get();
+  const bool root = w->rank() == 0;
+  Result<Plan> plan = testing::TinyPlan(t);
+  if (!plan.ok()) {
+    if (root) std::fprintf(stderr, "error: %s\n", plan.status().message().c_str());
+    return 1;
+  }
+  RunOptions o = testing::TinyOptions(t.optimizer);
+  o.corpus = corpus;
+  o.gather_params = check;
+  std::unique_ptr<TraceFileWriter> writer;
+  if (root && !trace.empty()) {
+    Result<std::unique_ptr<TraceFileWriter>> created = TraceFileWriter::Create(trace);
+    if (!created.ok()) {
+      std::fprintf(stderr, "error: %s\n", created.status().message().c_str());
+      AbortWorld(1);
+    }
+    writer = std::move(*created);
+  }
+  Result<TrainingReport> run = Train(*plan, o, w, writer.get());
+
+  if (!expect_error.empty()) {
+    // Every rank checks its own error: the test passes only if all of them failed as expected.
+    if (root && !run.ok()) std::fprintf(stderr, "error: %s\n", run.status().message().c_str());
+    bool as_expected = !run.ok();
+    for (const std::string& part : expect_error) {
+      as_expected = as_expected && run.status().message().find(part) != std::string::npos;
+    }
+    if (!as_expected) {
+      std::fprintf(stderr, "rank %d: expected an error containing \"%s\", got: %s\n", w->rank(),
+                   CLI::detail::join(expect_error, "\" and \"").c_str(), run.status().ToString().c_str());
+    }
+    return as_expected ? 0 : 1;
+  }
+  if (!run.ok()) {
+    if (root || run.status().code() == Status::Code::kFailedRun) {
+      std::fprintf(stderr, "error: %s\n", run.status().message().c_str());
+    }
+    if (run.status().code() == Status::Code::kFailedRun) AbortWorld(1);  // peers may be blocked
+    return 1;
+  }
+  if (writer) {
+    Status closed = writer->Close();
+    if (!closed.ok()) {
+      std::fprintf(stderr, "error: %s\n", closed.message().c_str());
+      return 1;
+    }
+  }
+  if (!root) return 0;
+  std::printf("TP %d x PP %d (vp %d) x DP %d, %s block, window %d, %s, SP %s, ZeRO %d: %.3f s for %d steps\n",
+              t.tp, t.pp, t.vp, t.dp, t.parallel_block ? "parallel" : "serial", t.window, optimizer.c_str(),
+              t.sequence_parallel ? "on" : "off", t.zero_stage, run->wall_s, t.steps);
+  for (size_t s = 0; s < run->losses.size(); ++s) {
+    std::printf("  step %zu loss %.6f grad norm %.6f\n", s, run->losses[s], run->grad_norms[s]);
+  }
+  if (!check) return 0;
+  Result<testing::ReferenceRun> ref = testing::RunReference(*plan, o, t.steps);
+  if (!ref.ok()) {
+    std::fprintf(stderr, "error: reference: %s\n", ref.status().message().c_str());
+    return 1;
+  }
+  const float dloss = testing::MaxAbsDiff(run->losses, ref->losses);
+  const float dnorm = testing::MaxAbsDiff(run->grad_norms, ref->grad_norms);
+  const float dparam = testing::MaxAbsDiff(run->params, ref->params);
+  std::printf(
+      "  vs reference: max |loss diff| %.3g, max |grad norm diff| %.3g, max |param diff| %.3g over %zu\n",
+      dloss, dnorm, dparam, ref->params.size());
+  bool ok = dloss <= kLossTol && dparam <= kParamTol;
+  if (!ok)
+    std::fprintf(stderr, "FAILED: tolerances are %.1g (loss) and %.1g (parameters)\n", kLossTol, kParamTol);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace megascale::exec
+
+int main(int argc, char** argv) { return megascale::exec::Main(argc, argv); }
