@@ -2,8 +2,53 @@
 #include "planner/validate_util.h"
 
 #include <set>
+#include <string>
+
+#include "topology/fabric_shape.h"
 
 namespace megascale::validation {
+namespace {
+
+Status CheckRank(const ClusterSpec& c, bool has, int rank, const std::string& field) {
+  if (!has) return Status::InvalidInput(field + " is missing");
+  MS_CHECK_FIELD(rank >= 0 && rank < c.num_gpus(), field, rank,
+                 "must be a rank between 0 and cluster.num_gpus - 1 (" + Num(c.num_gpus() - 1) + ")");
+  return Status::Ok();
+}
+
+// faults.proto LinkSelector: one GPU's NIC cable, or a tier the fabric has (optionally one pod).
+Status CheckSelector(const ClusterSpec& c, bool has, LinkSelector* l, const std::string& field) {
+  if (!has) return Status::InvalidInput(field + " is missing");
+  const bool by_rank = l->rank() != -1, by_tier = l->tier() != TIER_NONE;
+  MS_CHECK_FIELD(by_rank != by_tier, field + ".rank", l->rank(),
+                 "set exactly one of rank (a GPU's NIC cable) and tier (tier is " +
+                     LinkTier_Name(l->tier()) + ")");
+  if (by_rank) {
+    MS_RETURN_IF_ERROR(CheckRank(c, true, l->rank(), field + ".rank"));
+    MS_CHECK_FIELD(l->pod() == -1, field + ".pod", l->pod(), "must be -1 (unset) with a rank");
+  } else {
+    Result<topology::FabricShape> shape = topology::ComputeFabricShape(c);
+    if (!shape.ok()) return shape.status();
+    const bool has_tier = l->tier() == TIER_NIC_TOR ||
+                          (l->tier() == TIER_TOR_UP && shape->tor_uplinks > 0) ||
+                          (l->tier() == TIER_AGG_SPINE && shape->agg_uplinks > 0);
+    if (!has_tier) {
+      return Status::BadField(field + ".tier", LinkTier_Name(l->tier()),
+                              "this cluster has no such tier (fabric " + Fabric_Name(c.fabric()) + ", " +
+                                  Num(shape->num_tors) + " ToRs, " + Num(shape->num_pods) + " pods)");
+    }
+    MS_CHECK_FIELD(l->pod() == -1 || (c.fabric() == RAIL_CLOS && l->pod() >= 0 && l->pod() < shape->num_pods),
+                   field + ".pod", l->pod(),
+                   "must be -1 (every pod) or a pod of a RAIL_CLOS fabric, 0.." + Num(shape->num_pods - 1));
+  }
+  l->set_rank(l->rank());
+  l->set_tier(l->tier());
+  l->set_pod(l->pod());
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
   std::set<int> seen;
   for (int i = 0; i < f->stragglers_size(); ++i) {
@@ -27,6 +72,49 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
                    "must be a rank between 0 and cluster.num_gpus - 1 (" + Num(c.num_gpus() - 1) + ")");
     MS_CHECK_FIELD(x->time_s() >= 0, field + ".time_s", x->time_s(), "must be >= 0");
     x->set_kind(x->kind());
+  }
+  for (int i = 0; i < f->nic_flaps_size(); ++i) {
+    NicFlap* x = f->mutable_nic_flaps(i);
+    const std::string field = "faults.nic_flaps[" + Num(i) + "]";
+    MS_RETURN_IF_ERROR(CheckRank(c, x->has_rank(), x->rank(), field + ".rank"));
+    if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
+    MS_CHECK_FIELD(x->time_s() >= 0, field + ".time_s", x->time_s(), "must be >= 0");
+    MS_CHECK_FIELD(x->duration_s() > 0, field + ".duration_s", x->duration_s(), "must be > 0");
+    x->set_duration_s(x->duration_s());
+  }
+  for (int i = 0; i < f->degraded_links_size(); ++i) {
+    DegradedLink* x = f->mutable_degraded_links(i);
+    const std::string field = "faults.degraded_links[" + Num(i) + "]";
+    const bool has_links = x->has_links();  // before mutable_links() creates it
+    MS_RETURN_IF_ERROR(CheckSelector(c, has_links, x->mutable_links(), field + ".links"));
+    MS_CHECK_FIELD(x->fraction() > 0 && x->fraction() <= 1, field + ".fraction", x->fraction(),
+                   "must be in (0, 1]: the share of the bandwidth left");
+    MS_CHECK_FIELD(x->time_s() >= 0, field + ".time_s", x->time_s(), "must be >= 0");
+    x->set_fraction(x->fraction());
+    x->set_time_s(x->time_s());
+  }
+  for (int i = 0; i < f->switch_failures_size(); ++i) {
+    SwitchFailure* x = f->mutable_switch_failures(i);
+    const std::string field = "faults.switch_failures[" + Num(i) + "]";
+    MS_RETURN_IF_ERROR(CheckRank(c, x->has_rank(), x->rank(), field + ".rank"));
+    if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
+    MS_CHECK_FIELD(x->time_s() >= 0, field + ".time_s", x->time_s(), "must be >= 0");
+  }
+  for (int i = 0; i < f->background_size(); ++i) {
+    BackgroundTraffic* x = f->mutable_background(i);
+    const std::string field = "faults.background[" + Num(i) + "]";
+    const bool has_links = x->has_links();  // before mutable_links() creates it
+    MS_RETURN_IF_ERROR(CheckSelector(c, has_links, x->mutable_links(), field + ".links"));
+    MS_CHECK_FIELD(x->flows_per_link() >= 1, field + ".flows_per_link", x->flows_per_link(), "must be >= 1");
+    MS_CHECK_FIELD(x->share_taken() >= 0 && x->share_taken() < 1, field + ".share_taken",
+                   x->share_taken(), "must be in [0, 1): 0 = greedy flows, else the share of each link taken");
+    MS_CHECK_FIELD(x->start_s() >= 0, field + ".start_s", x->start_s(), "must be >= 0");
+    MS_CHECK_FIELD(x->end_s() == 0 || x->end_s() > x->start_s(), field + ".end_s", x->end_s(),
+                   "must be 0 (until the job ends) or > start_s (" + Num(x->start_s()) + ")");
+    x->set_flows_per_link(x->flows_per_link());
+    x->set_share_taken(x->share_taken());
+    x->set_start_s(x->start_s());
+    x->set_end_s(x->end_s());
   }
   return Status::Ok();
 }

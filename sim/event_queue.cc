@@ -15,7 +15,6 @@ int64_t EventQueue::EmitUntil(int64_t limit_ns) {
     const Op& op = program_->ops(static_cast<int>(e.op));
     TraceEvent& ev = scratch_;
     ev.Clear();
-    ev.set_rank(ranks_[e.gpu_index]);
     ev.set_step(e.step);
     ev.set_op_id(op.id());
     ev.set_kind(op.kind());
@@ -31,9 +30,18 @@ int64_t EventQueue::EmitUntil(int64_t limit_ns) {
     ev.set_chunk(op.chunk());
     ev.set_layer(op.layer());
     ev.set_stage(stage_);
-    sink_->OnEvent(ev);
+    if (e.gpu_index == kAllGpus) {
+      for (int rank : ranks_) {
+        ev.set_rank(rank);
+        sink_->OnEvent(ev);
+      }
+      emitted += static_cast<int64_t>(ranks_.size());
+    } else {
+      ev.set_rank(ranks_[e.gpu_index]);
+      sink_->OnEvent(ev);
+      ++emitted;
+    }
     max_end_ns_ = std::max(max_end_ns_, e.end_ns);
-    ++emitted;
   }
   return emitted;
 }

@@ -18,7 +18,7 @@ struct PendingEvent {
   int64_t start_ns;
   int32_t step;
   uint32_t op;
-  int32_t gpu_index;  // index in the actor's TP group
+  int32_t gpu_index;  // index in the actor's TP group; kAllGpus: every GPU of it, same times
   bool operator>(const PendingEvent& o) const {
     if (end_ns != o.end_ns) return end_ns > o.end_ns;
     if (step != o.step) return step > o.step;
@@ -26,6 +26,10 @@ struct PendingEvent {
     return op > o.op;
   }
 };
+
+// One entry for the whole group when its GPUs' start and end agree (the common case): 8x fewer
+// heap operations. Its GPUs' events are emitted together, in GPU order.
+inline constexpr int32_t kAllGpus = -1;
 
 int64_t ToNs(double seconds);
 

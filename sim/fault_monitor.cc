@@ -1,32 +1,52 @@
 #include "sim/fault_monitor.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
 
 #include "sim/event_queue.h"
 #include "sim/group_actor.h"
 
 namespace megascale {
+namespace {
 
-void RunFaultMonitor(SimWorld* world) {
-  namespace sg4 = simgrid::s4u;
-  const FaultPlan& faults = world->faults;
-  const int workers = static_cast<int>(world->actors.size());
-  for (const FailedGpu& f : faults.failed) {
-    if (f.time_s >= faults.job_end_s) break;  // the job is stopped before this one
-    sg4::this_actor::sleep_until(f.time_s);
-    if (world->workers_completed == workers) return;  // training ended before the failure
-    // Flows crossing the dead GPU's links (or its node's) fail; new ones fail at once.
-    for (int id : LinksOfGpu(world->cluster, f.gpu, f.whole_node)) {
-      if (world->platform.links[id]->is_on()) world->platform.links[id]->turn_off();
+namespace sg4 = simgrid::s4u;
+
+// Per link: the degradation factor and how many flaps hold it down; a link's bandwidth is
+// always recomputed from the cluster's nominal figure, so overlapping faults compose.
+struct LinkState {
+  std::vector<double> factor;  // product of the degradations
+  std::vector<double> taken;   // sum of the shares background traffic takes
+  std::vector<int> down;
+};
+
+void Apply(SimWorld* world, const LinkEvent& e, LinkState* state) {
+  for (int id : e.links) {
+    sg4::Link* link = world->platform.links[id];
+    switch (e.action) {
+      case LinkAction::kOff:
+        if (link->is_on()) link->turn_off();
+        continue;
+      case LinkAction::kScale: state->factor[id] *= e.factor; break;
+      case LinkAction::kDown: ++state->down[id]; break;
+      case LinkAction::kUp: --state->down[id]; break;
+      case LinkAction::kTake: state->taken[id] += e.factor; break;
+      case LinkAction::kGive: state->taken[id] -= e.factor; break;
     }
+    const double left = world->cluster.link(id).bandwidth_bytes_per_s * state->factor[id] *
+                        (1.0 - state->taken[id]);
+    link->set_bandwidth(state->down[id] > 0 ? kDownBytesPerS : std::max(kDownBytesPerS, left));
   }
-  sg4::this_actor::sleep_until(faults.job_end_s);
-  if (world->workers_completed == workers) return;
-  world->detected = true;
+}
+
+void ReportDetection(SimWorld* world) {
+  const FaultPlan& faults = world->faults;
   const int dp = world->plan.layout().dp();
   for (const FailedGpu& f : faults.failed) {
     if (f.detected_s > faults.job_end_s) continue;  // would be noticed later: the job is over
@@ -42,6 +62,57 @@ void RunFaultMonitor(SimWorld* world) {
                       " s; no heartbeat since " + std::to_string(f.last_heartbeat_s) + " s");
     world->sink->OnStatus(status);
   }
+}
+
+}  // namespace
+
+void RunFaultMonitor(SimWorld* world) {
+  const FaultPlan& faults = world->faults;
+  const int workers = static_cast<int>(world->actors.size());
+  LinkState state;
+  state.factor.assign(world->cluster.num_links(), 1.0);
+  state.taken.assign(world->cluster.num_links(), 0.0);
+  state.down.assign(world->cluster.num_links(), 0);
+  for (const LinkEvent& e : faults.link_events) {
+    if (e.time_s >= faults.job_end_s) break;  // the job is stopped before this one
+    sg4::this_actor::sleep_until(e.time_s);
+    if (world->workers_alive == 0) break;  // training ended (or stopped) before it
+    Apply(world, e, &state);
+  }
+  if (faults.job_end_s == kNever) return;
+  sg4::this_actor::sleep_until(faults.job_end_s);
+  if (world->workers_completed == workers) return;
+  world->detected = true;
+  ReportDetection(world);
+}
+
+void RunBackground(SimWorld* world, int index, int agent) {
+  sg4::Actor::self()->daemonize();
+  const BackgroundFlows& b = world->faults.background[index];
+  sg4::this_actor::sleep_until(b.start_s);
+  sg4::Mailbox* box = sg4::Mailbox::by_name("background-" + std::to_string(index));
+  static char payload;
+  void* slot = nullptr;
+  // Larger than any link moves in a simulated day: the flows last until cancelled or killed.
+  constexpr uint64_t kBytes = uint64_t{1} << 50;
+  // Kept off the actor's stack, and never freed unless cancelled: the daemon is killed with its
+  // flows in progress, and SimGrid complains about a running Comm's destruction (as the engine,
+  // it lives until the process ends).
+  auto* comms = new std::vector<sg4::CommPtr>();
+  for (int id : b.links) {
+    for (int k = 0; k < b.per_link; ++k) {
+      // A transfer to itself that the zone routes over this one link (sim/platform.h).
+      world->platform.router->ExpectLinks(agent, {id}, b.latency_s);
+      comms->push_back(box->put_async(&payload, kBytes));
+      comms->push_back(box->get_async<void>(&slot));
+      ++world->background_flows;
+    }
+  }
+  // Without an end: sleep "for ever" (the daemon is killed with the job's last worker). Not
+  // suspend(): that would suspend the flows too.
+  sg4::this_actor::sleep_until(b.end_s == kNever ? 1e18 : b.end_s);
+  for (sg4::CommPtr& c : *comms) c->cancel();
+  delete comms;
 }
 
 }  // namespace megascale

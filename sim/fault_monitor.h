@@ -1,14 +1,29 @@
-// The fault injector and the training driver's heartbeat monitor, as one SimGrid actor.
-// At each failure time it turns the failed GPUs' hosts off (flows to or from them fail); at the
-// first detection time (last heartbeat + heartbeat_timeout_s) it reports HEARTBEAT_LOST for the
-// ranks it detected, and the job ends there (every worker already uses that time as its horizon).
+// The fault injector and the training driver's heartbeat monitor, as one SimGrid actor, and the
+// background traffic, as one daemon actor per BackgroundTraffic entry.
+//
+// The monitor plays the fault plan's link timeline: a degraded link gets nominal x fraction of
+// its bandwidth, and background traffic that takes a share leaves it (1 - share); a flapping link drops to kDownBytesPerS (flows crossing it stall, keep their
+// remaining bytes, and resume when it is back: they pay the lost time); a failed GPU, node or
+// switch turns its links off (flows crossing them fail, their ops hang until the collective
+// timeout). At the first detection time (last heartbeat + heartbeat_timeout_s) it reports
+// HEARTBEAT_LOST for the failed ranks it detected, and the job ends there (every worker already
+// uses that time as its horizon).
 #pragma once
 
 #include "sim/sim_world.h"
 
 namespace megascale {
 
-// The actor's body. Started only when the scenario has failures.
+// A link that is down but must not fail its flows: ~0, so a stalled flow moves a few bytes per
+// second (a 10 s flap costs a 1 MB flow under a nanosecond of its work). Not 0: SimGrid's solver
+// would divide by it.
+inline constexpr double kDownBytesPerS = 1.0;
+
+// The monitor's body. Started only when the plan has link events or failures.
 void RunFaultMonitor(SimWorld* world);
+
+// Body of the actor for world->faults.background[index], on agent host `agent`. A daemon: it is
+// killed when the job's last worker exits, and its flows with it.
+void RunBackground(SimWorld* world, int index, int agent);
 
 }  // namespace megascale

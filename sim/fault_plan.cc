@@ -4,11 +4,83 @@
 #include <cmath>
 #include <string>
 
+#include "sim/fault_links.h"
+
 namespace megascale {
 
 double LastHeartbeat(double t, double interval_s) {
   return std::floor(t / interval_s) * interval_s;
 }
+
+namespace {
+
+Status CheckRank(int rank, int n, const std::string& field) {
+  if (rank < 0 || rank >= n) {
+    return Status::BadField(field, std::to_string(rank), "must be in [0, " + std::to_string(n) + ")");
+  }
+  return Status::Ok();
+}
+
+void MarkOwnFlows(const std::vector<int>& gpus, FaultPlan* plan) {
+  for (int g : gpus) plan->own_flow[g] = true;
+}
+
+// The link timeline and the background flows; marks the GPUs that need their own flows.
+Status AddLinkFaults(const FaultSpec& faults, const topology::Cluster& cluster, FaultPlan* plan) {
+  const int n = cluster.num_gpus();
+  plan->own_flow.assign(n, false);
+  std::vector<LinkEvent>& events = plan->link_events;
+  for (const FailedGpu& f : plan->failed) {
+    events.push_back({f.time_s, LinkAction::kOff, 1, LinksOfGpu(cluster, f.gpu, f.whole_node)});
+  }
+  for (int i = 0; i < faults.switch_failures_size(); ++i) {
+    const SwitchFailure& f = faults.switch_failures(i);
+    MS_RETURN_IF_ERROR(CheckRank(f.rank(), n, "faults.switch_failures[" + std::to_string(i) + "].rank"));
+    const topology::Vertex tor = TorOf(cluster, f.rank());
+    events.push_back({f.time_s(), LinkAction::kOff, 1, LinksOfVertex(cluster, tor)});
+    MarkOwnFlows(GpusUnderTor(cluster, tor), plan);
+  }
+  for (int i = 0; i < faults.nic_flaps_size(); ++i) {
+    const NicFlap& f = faults.nic_flaps(i);
+    MS_RETURN_IF_ERROR(CheckRank(f.rank(), n, "faults.nic_flaps[" + std::to_string(i) + "].rank"));
+    events.push_back({f.time_s(), LinkAction::kDown, 1, NicCable(cluster, f.rank())});
+    events.push_back({f.time_s() + f.duration_s(), LinkAction::kUp, 1, NicCable(cluster, f.rank())});
+    MarkOwnFlows(GpusOnNic(cluster, f.rank()), plan);
+  }
+  for (int i = 0; i < faults.degraded_links_size(); ++i) {
+    const DegradedLink& d = faults.degraded_links(i);
+    const std::string field = "faults.degraded_links[" + std::to_string(i) + "].links";
+    MS_ASSIGN_OR_RETURN(std::vector<int> links, SelectLinks(cluster, d.links(), field));
+    events.push_back({d.time_s(), LinkAction::kScale, d.fraction(), std::move(links)});
+    if (d.links().rank() >= 0) MarkOwnFlows(GpusOnNic(cluster, d.links().rank()), plan);
+  }
+  // Background flows weigh in CM02's max-min like a flow across the whole fabric.
+  const double far_latency = cluster.RouteLatency(cluster.Route(0, n - 1, 0));
+  for (int i = 0; i < faults.background_size(); ++i) {
+    const BackgroundTraffic& b = faults.background(i);
+    const std::string field = "faults.background[" + std::to_string(i) + "].links";
+    MS_ASSIGN_OR_RETURN(std::vector<int> links, SelectLinks(cluster, b.links(), field));
+    if (b.links().rank() >= 0) MarkOwnFlows(GpusOnNic(cluster, b.links().rank()), plan);
+    const double end_s = b.end_s() > 0 ? b.end_s() : kNever;
+    if (b.share_taken() > 0) {
+      events.push_back({b.start_s(), LinkAction::kTake, b.share_taken(), links});
+      if (end_s != kNever) events.push_back({end_s, LinkAction::kGive, b.share_taken(), links});
+      continue;
+    }
+    BackgroundFlows flows;
+    flows.links = std::move(links);
+    flows.per_link = b.flows_per_link();
+    flows.start_s = b.start_s();
+    flows.end_s = end_s;
+    flows.latency_s = far_latency;
+    plan->background.push_back(std::move(flows));
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const LinkEvent& a, const LinkEvent& b) { return a.time_s < b.time_s; });
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<FaultPlan> MakeFaultPlan(const FaultSpec& faults, const SimSpec& sim,
                                 const topology::Cluster& cluster) {
@@ -65,6 +137,7 @@ Result<FaultPlan> MakeFaultPlan(const FaultSpec& faults, const SimSpec& sim,
   }
   std::stable_sort(plan.failed.begin(), plan.failed.end(),
                    [](const FailedGpu& a, const FailedGpu& b) { return a.time_s < b.time_s; });
+  MS_RETURN_IF_ERROR(AddLinkFaults(faults, cluster, &plan));
   return plan;
 }
 

@@ -177,6 +177,12 @@ void GroupActor::Finish(uint32_t id, const std::vector<double>& start, const std
   --ops_left_;
   ++world_->ops_done;
   step_end_ = std::max(step_end_, ops_[id].end);
+  const bool alike = std::all_of(start.begin(), start.end(), [&](double t) { return t == start[0]; }) &&
+                     std::all_of(end.begin(), end.end(), [&](double t) { return t == end[0]; });
+  if (alike) {
+    events_.Push(PendingEvent{ToNs(end[0]), ToNs(start[0]), step_, id, kAllGpus});
+    return;
+  }
   for (int k = 0; k < tp_; ++k) {
     events_.Push(PendingEvent{ToNs(end[k]), ToNs(start[k]), step_, id, k});
   }

@@ -64,6 +64,7 @@ class GroupActor {
     int k;
     GroupActor* notify;
     simgrid::s4u::CommPtr send_side;  // kept until the transfer ends (SimGrid warns otherwise)
+    int uplink;                       // the ToR uplink it crosses, -1 if none (collision stats)
   };
 
   // --- closed-form interpretation (group_actor.cc)
@@ -90,6 +91,7 @@ class GroupActor {
   void OnFlowEnded(size_t index);
   void OnFlowFailed(size_t index);
   void RemoveWait(size_t index);
+  int CountUplink(const topology::Path& path);
   std::vector<int> GroupGpus(int stage, int replica) const;
 
   SimWorld* world_;

@@ -149,13 +149,25 @@ void GroupActor::StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
                             const std::vector<int>& dst_gpus, double bytes, GroupActor* notify) {
   flows->end.assign(tp_, -1.0);
   flows->latency.assign(tp_, 0.0);
-  const int count = world_->one_flow_per_group ? 1 : tp_;
-  flows->remaining = count;
+  flows->represented.clear();
+  flows->remaining = 0;
   flows->started = true;
+  // FLOWS_PER_GROUP: the first GPU whose pair no fault touches carries the flow for all such
+  // GPUs; a GPU a fault touches keeps its own (sim/faults.proto FlowModel).
+  const std::vector<bool>& own = world_->faults.own_flow;
+  int representative = -1;
+  if (world_->one_flow_per_group) {
+    flows->represented.assign(tp_, false);
+    for (int k = 0; k < tp_; ++k) {
+      flows->represented[k] = !own[src_gpus[k]] && !own[dst_gpus[k]];
+      if (flows->represented[k] && representative < 0) representative = k;
+    }
+  }
   // SimGrid cannot start an empty transfer; one byte costs the route latency, as a real one does.
   const auto size = static_cast<uint64_t>(std::max(1.0, std::round(bytes)));
   static char payload;
-  for (int k = 0; k < count; ++k) {
+  for (int k = 0; k < tp_; ++k) {
+    if (!flows->represented.empty() && flows->represented[k] && k != representative) continue;
     const topology::Path path = world_->cluster.Route(src_gpus[k], dst_gpus[k], world_->ecmp_flow_id);
     flows->latency[k] = world_->cluster.RouteLatency(path);
     // The transfer to itself that the zone routes over src -> dst (sim/platform.h). It starts
@@ -163,20 +175,45 @@ void GroupActor::StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
     world_->platform.router->Expect(index_, src_gpus[k], dst_gpus[k]);
     sg4::CommPtr send = flows_->put_async(&payload, size);
     waits_.push_back(flows_->get_async<void>(&flow_slot_));
-    owned_.push_back(OwnedFlow{flows, k, notify, std::move(send)});
+    owned_.push_back(OwnedFlow{flows, k, notify, std::move(send), CountUplink(path)});
+    ++flows->remaining;
     ++world_->network_activities;
   }
 }
 
+int GroupActor::CountUplink(const topology::Path& path) {
+  // Up-down routing crosses at most one ToR uplink, and it is the first switch-tier link.
+  for (int id : path) {
+    const topology::LinkClass cls = world_->cluster.link(id).cls;
+    if (cls != topology::LinkClass::kTorToAgg && cls != topology::LinkClass::kTorToSpine) continue;
+    if (world_->uplink_live.empty()) world_->uplink_live.assign(world_->cluster.num_links(), 0);
+    const int live = ++world_->uplink_live[id];
+    // How many flows at full NIC speed the uplink carries (path[1] is the NIC -> ToR cable).
+    const double fit = world_->cluster.link(id).bandwidth_bytes_per_s /
+                       world_->cluster.link(path[1]).bandwidth_bytes_per_s;
+    ++world_->uplink_flows;
+    world_->uplink_shared += live > 1;
+    world_->uplink_over += live > fit + 1e-9;
+    world_->uplink_max = std::max(world_->uplink_max, live);
+    return id;
+  }
+  return -1;
+}
+
 void GroupActor::OnFlowEnded(size_t index) {
   const OwnedFlow f = owned_[index - 1];
-  f.flows->end[f.k] = sg4::Engine::get_clock();
-  if (world_->one_flow_per_group) {
-    // The group's other GPUs moved the same bytes on their own rails in the same time.
-    std::fill(f.flows->end.begin(), f.flows->end.end(), f.flows->end[f.k]);
-    std::fill(f.flows->latency.begin(), f.flows->latency.end(), f.flows->latency[f.k]);
+  const double now = sg4::Engine::get_clock();
+  FlowSet& set = *f.flows;
+  set.end[f.k] = now;
+  if (!set.represented.empty() && set.represented[f.k]) {
+    // The represented GPUs moved the same bytes on their own (alike) rails in the same time.
+    for (int k = 0; k < tp_; ++k) {
+      if (!set.represented[k]) continue;
+      set.end[k] = now;
+      set.latency[k] = set.latency[f.k];
+    }
   }
-  if (--f.flows->remaining == 0 && f.notify != nullptr && f.notify != this) f.notify->Ring();
+  if (--set.remaining == 0 && f.notify != nullptr && f.notify != this) f.notify->Ring();
   RemoveWait(index);
 }
 
@@ -186,6 +223,7 @@ void GroupActor::OnFlowFailed(size_t index) {
 }
 
 void GroupActor::RemoveWait(size_t index) {
+  if (owned_[index - 1].uplink >= 0) --world_->uplink_live[owned_[index - 1].uplink];
   // Order does not matter for results (each entry names its flow), only for determinism, and
   // swap-with-last is deterministic.
   waits_[index] = waits_.back();

@@ -26,7 +26,10 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
   void SetLoopback(StandardLinkImpl* link) { loopback_ = link; }
 
   void Expect(int agent, int src_gpu, int dst_gpu) override {
-    expected_[agent].emplace_back(src_gpu, dst_gpu);
+    expected_[agent].push_back(Expected{src_gpu, dst_gpu, {}, 0});
+  }
+  void ExpectLinks(int agent, std::vector<int> links, double latency_s) override {
+    expected_[agent].push_back(Expected{-1, -1, std::move(links), latency_s});
   }
 
   void get_local_route(const NetPoint* src, const NetPoint* dst,
@@ -36,10 +39,15 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
       route->link_list_.push_back(loopback_);  // a wake-up between two actors
       return;
     }
-    std::deque<std::pair<int, int>>& queue = expected_[src->id()];
-    const auto [src_gpu, dst_gpu] = queue.front();
+    std::deque<Expected>& queue = expected_[src->id()];
+    const Expected e = std::move(queue.front());
     queue.pop_front();
-    for (int id : cluster_.Route(src_gpu, dst_gpu, flow_id_)) {
+    if (e.src_gpu < 0) {  // explicit links
+      for (int id : e.links) route->link_list_.push_back(links_[id]);
+      if (latency != nullptr) *latency += e.latency_s;
+      return;
+    }
+    for (int id : cluster_.Route(e.src_gpu, e.dst_gpu, flow_id_)) {
       route->link_list_.push_back(links_[id]);
       if (latency != nullptr) *latency += cluster_.link(id).latency_s;
     }
@@ -50,7 +58,13 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
   const uint64_t flow_id_;
   std::vector<StandardLinkImpl*> links_;  // by the cluster's dense link id
   StandardLinkImpl* loopback_ = nullptr;
-  std::vector<std::deque<std::pair<int, int>>> expected_;  // per agent, in posting order
+  // A GPU pair to route, or (src_gpu < 0) explicit links and latency.
+  struct Expected {
+    int src_gpu, dst_gpu;
+    std::vector<int> links;
+    double latency_s;
+  };
+  std::vector<std::deque<Expected>> expected_;  // per agent, in posting order
 };
 
 }  // namespace
@@ -87,29 +101,6 @@ Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, 
   zone->SetLoopback(loop->seal()->get_impl());
   zone->seal();
   return platform;
-}
-
-std::vector<int> LinksOfGpu(const topology::Cluster& cluster, int gpu, bool whole_node) {
-  const topology::Graph& g = cluster.graph();
-  std::vector<topology::Vertex> vertices;
-  const int node = cluster.node_of(gpu);
-  if (!whole_node) {
-    vertices.push_back(cluster.gpu_vertex(gpu));
-  } else {
-    for (topology::Vertex v = 0; v < boost::num_vertices(g); ++v) {
-      const topology::VertexProps& p = g[v];
-      const bool on_node = p.kind == topology::VertexKind::kGpu ||
-                           p.kind == topology::VertexKind::kNvSwitch ||
-                           p.kind == topology::VertexKind::kNic;
-      if (on_node && p.node == node) vertices.push_back(v);
-    }
-  }
-  std::vector<int> ids;
-  for (topology::Vertex v : vertices) {
-    for (auto [it, end] = boost::out_edges(v, g); it != end; ++it) ids.push_back(g[*it].id);
-    for (auto [it, end] = boost::in_edges(v, g); it != end; ++it) ids.push_back(g[*it].id);
-  }
-  return ids;
 }
 
 }  // namespace megascale

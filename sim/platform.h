@@ -33,6 +33,9 @@ class FlowRouter {
   virtual ~FlowRouter() = default;
   // The next transfer that `agent` sends to itself is a flow from src_gpu to dst_gpu.
   virtual void Expect(int agent, int src_gpu, int dst_gpu) = 0;
+  // The next transfer that `agent` sends to itself crosses exactly `links` (dense link ids), with
+  // `latency_s` as its route latency (CM02's max-min weight): background traffic.
+  virtual void ExpectLinks(int agent, std::vector<int> links, double latency_s) = 0;
 };
 
 struct Platform {
@@ -49,9 +52,5 @@ void ConfigureSimGrid();
 // Every flow between two GPUs takes the route Cluster::Route(src, dst, ecmp_flow_id): one
 // connection per GPU pair, as NCCL keeps its queue pairs, so a pair's flows share one ECMP path.
 Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, int num_agents);
-
-// The directed links a failure takes down: every link of the GPU, or for a node failure every
-// link of the node's GPUs, NVSwitch and NICs.
-std::vector<int> LinksOfGpu(const topology::Cluster& cluster, int gpu, bool whole_node);
 
 }  // namespace megascale

@@ -16,6 +16,10 @@ class Progress {
   // Cheap: looks at the wall clock once every 4096 calls.
   void Tick(double sim_time_s, int step, int64_t ops_done, int64_t activities);
   double ElapsedS() const;
+  // One last line when the run ends: totals, rate, and the ECMP collisions on ToR uplinks
+  // (SimStats), so a script can read them without a trace.
+  void Summary(double sim_end_s, int64_t activities, int64_t uplink_flows, int64_t shared,
+               int64_t over, int max_flows) const;
   void set_ops_total(int64_t n) { ops_total_ = n; }
 
  private:

@@ -13,13 +13,17 @@ namespace megascale {
 
 class GroupActor;
 
-// The flows of one transfer, one per GPU of a TP group (GPU k of one group to GPU k of another).
+// The flows of one transfer, one per GPU of a TP group (GPU k of one group to GPU k of another),
+// or with FLOWS_PER_GROUP one for the healthy rails plus one per GPU a fault touches.
 struct FlowSet {
   std::vector<double> end;      // per GPU: when its flow ended, -1 before
   std::vector<double> latency;  // per GPU: its route's latency (DP adds (steps-1) of them)
   int remaining = 0;            // flows not ended yet
   bool started = false;
   bool failed = false;          // a flow could not start or broke: the transfer never ends
+  // FLOWS_PER_GROUP: per GPU, whether the group's representative flow stands for it (it has no
+  // flow of its own); empty with FLOWS_PER_GPU.
+  std::vector<bool> represented;
 };
 
 // PP: the sender's PP_SEND and the receiver's PP_RECV with the same tag. Whoever posts second

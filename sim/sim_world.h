@@ -48,6 +48,11 @@ struct SimWorld {
   Progress progress;
   int64_t ops_done = 0;
   int64_t network_activities = 0;
+  int64_t background_flows = 0;
+  // ECMP collisions on ToR uplinks (SimStats): live job flows per directed link, and counters.
+  std::vector<int> uplink_live;
+  int64_t uplink_flows = 0, uplink_shared = 0, uplink_over = 0;
+  int uplink_max = 0;
   int64_t trace_events = 0;
   int workers_alive = 0;
   int workers_completed = 0;

@@ -106,7 +106,9 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   ConfigureSimGrid();
   const int dp = plan.layout().dp();
   const int num_actors = plan.layout().pp() * dp;
-  world.platform = BuildPlatform(cluster, world.ecmp_flow_id, num_actors + 1);  // + the monitor
+  const int num_background = static_cast<int>(world.faults.background.size());
+  // Agent hosts: the workers, the monitor, one per background entry.
+  world.platform = BuildPlatform(cluster, world.ecmp_flow_id, num_actors + 1 + num_background);
 
   sink->OnHeader(MakeHeader(plan));
   for (int s = 0; s < plan.layout().pp(); ++s) {
@@ -120,9 +122,14 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
                        world.platform.agents[i], [actor] { actor->Run(); });
   }
   world.workers_alive = static_cast<int>(world.actors.size());
-  if (!world.faults.failed.empty()) {
+  if (!world.faults.failed.empty() || !world.faults.link_events.empty()) {
     sg4::Actor::create("fault-monitor", world.platform.agents[num_actors],
                        [&world] { RunFaultMonitor(&world); });
+  }
+  for (int b = 0; b < num_background; ++b) {
+    const int agent = num_actors + 1 + b;
+    sg4::Actor::create("background-" + std::to_string(b), world.platform.agents[agent],
+                       [&world, b, agent] { RunBackground(&world, b, agent); });
   }
   engine->run();
 
@@ -143,6 +150,13 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   stats.trace_events = world.trace_events;
   stats.wall_s = world.progress.ElapsedS();
   stats.actors_unfinished = world.workers_alive;
+  stats.background_flows = world.background_flows;
+  stats.uplink_flows = world.uplink_flows;
+  stats.uplink_shared = world.uplink_shared;
+  stats.uplink_over_capacity = world.uplink_over;
+  stats.uplink_max_flows = world.uplink_max;
+  world.progress.Summary(stats.simulated_end_s, stats.network_activities, stats.uplink_flows,
+                         stats.uplink_shared, stats.uplink_over_capacity, stats.uplink_max_flows);
 
   RunEnd end;
   end.set_steps_completed(stats.steps_completed);

@@ -28,6 +28,15 @@ struct SimStats {
   int64_t network_activities = 0; // SimGrid communications started
   int64_t trace_events = 0;       // events handed to the sink
   int actors = 0;
+  int64_t background_flows = 0;   // flows the background traffic started (faults.background)
+  // ECMP collisions on ToR uplinks, as the job's flows start: flows that crossed an uplink; of
+  // those, the ones that found it already carrying another job flow (shared) and the ones that
+  // found more flows than it carries at full NIC speed (over capacity: they slow each other);
+  // the most job flows live on one uplink at once. With FLOWS_PER_GROUP, sampled on one rail.
+  int64_t uplink_flows = 0;
+  int64_t uplink_shared = 0;
+  int64_t uplink_over_capacity = 0;
+  int uplink_max_flows = 0;
   // Actors still blocked when SimGrid stopped (a deadlock SimGrid reported): always 0 unless the
   // simulator has a bug; tests check it.
   int actors_unfinished = 0;

@@ -1,6 +1,5 @@
 #include "topology/fabric_shape.h"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <cmath>

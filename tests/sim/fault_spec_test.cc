@@ -1,0 +1,122 @@
+// The link faults' rules (planner/validate_faults.cc: each error names field, value and rule) and
+// their resolution into the fault plan (sim/fault_plan.h): which links, which GPUs keep their own
+// flows, the timeline. No simulation here.
+#include <algorithm>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "planner/scenario_io.h"
+#include "planner/validate.h"
+#include "sim/fault_links.h"
+#include "sim/fault_plan.h"
+
+namespace megascale {
+namespace {
+
+// 512 GPUs: 64 nodes, 8 rails, 4 nodes per ToR set, 4 ToR sets per pod (tors_per_pod 32 / 8
+// rails): 16 ToR groups, 128 ToRs, 4 pods.
+const char kBase[] = R"(
+  name: "fault-spec"
+  cluster { gpu: "A100" num_gpus: 512 fabric: RAIL_CLOS nodes_per_tor: 4 }
+  model { preset: "gpt-1.3b" }
+  training { global_batch: 64 micro_batch: 1 steps: 1 }
+  layout { tp: 8 pp: 2 dp: 32 }
+)";
+
+Result<Scenario> Resolve(const std::string& faults) {
+  MS_ASSIGN_OR_RETURN(Scenario s, ParseScenario(std::string(kBase) + faults, "test"));
+  return ResolveScenario(s);
+}
+
+void ExpectError(const std::string& faults, const std::string& field, const std::string& rule) {
+  Result<Scenario> r = Resolve(faults);
+  ASSERT_FALSE(r.ok()) << faults;
+  EXPECT_NE(r.status().ToString().find(field), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().ToString().find(rule), std::string::npos) << r.status().ToString();
+}
+
+TEST(FaultSpec, RulesNameFieldValueAndRule) {
+  ExpectError("faults { nic_flaps { rank: 3 time_s: 1 duration_s: 0 } }",
+              "faults.nic_flaps[0].duration_s = 0", "must be > 0");
+  ExpectError("faults { nic_flaps { rank: 512 time_s: 1 } }", "faults.nic_flaps[0].rank = 512", "511");
+  ExpectError("faults { nic_flaps { rank: 3 } }", "faults.nic_flaps[0].time_s", "missing");
+  ExpectError("faults { degraded_links { links { rank: 3 tier: TIER_TOR_UP } } }",
+              "faults.degraded_links[0].links.rank = 3", "exactly one of rank");
+  ExpectError("faults { degraded_links { links { tier: TIER_TOR_UP } fraction: 0 } }",
+              "faults.degraded_links[0].fraction = 0", "(0, 1]");
+  ExpectError("faults { degraded_links { links { tier: TIER_TOR_UP pod: 4 } } }",
+              "faults.degraded_links[0].links.pod = 4", "0..3");
+  ExpectError("faults { degraded_links { fraction: 0.5 } }", "faults.degraded_links[0].links", "missing");
+  ExpectError("faults { switch_failures { rank: -1 time_s: 1 } }", "faults.switch_failures[0].rank = -1",
+              "between 0 and");
+  ExpectError("faults { background { links { tier: TIER_NIC_TOR } share_taken: 1 } }",
+              "faults.background[0].share_taken = 1", "[0, 1)");
+  ExpectError("faults { background { links { tier: TIER_NIC_TOR } start_s: 2 end_s: 1 } }",
+              "faults.background[0].end_s = 1", "> start_s (2)");
+  ExpectError("faults { background { links { tier: TIER_NIC_TOR } flows_per_link: 0 } }",
+              "faults.background[0].flows_per_link = 0", ">= 1");
+}
+
+TEST(FaultSpec, TierMustExistOnTheFabric) {
+  const std::string one_switch = R"(
+    name: "nb" cluster { gpu: "A100" num_gpus: 16 fabric: NONBLOCKING }
+    model { preset: "gpt-1.3b" } training { global_batch: 8 micro_batch: 1 steps: 1 }
+    layout { tp: 8 pp: 1 dp: 2 }
+    faults { degraded_links { links { tier: TIER_TOR_UP } } })";
+  Result<Scenario> s = ParseScenario(one_switch, "test");
+  ASSERT_TRUE(s.ok());
+  Result<Scenario> r = ResolveScenario(*s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("faults.degraded_links[0].links.tier = TIER_TOR_UP"), std::string::npos)
+      << r.status().ToString();
+}
+
+TEST(FaultSpec, PlanHasTheLinksTheTimelineAndTheOwnFlows) {
+  Result<Scenario> s = Resolve(R"(
+    faults {
+      nic_flaps { rank: 10 time_s: 2 duration_s: 3 }
+      switch_failures { rank: 35 time_s: 1 }
+      degraded_links { links { tier: TIER_TOR_UP pod: 1 } fraction: 0.5 time_s: 0.5 }
+      background { links { tier: TIER_AGG_SPINE } start_s: 0.1 end_s: 0.2 }
+    })");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Result<topology::Cluster> c = topology::Cluster::Build(s->cluster());
+  ASSERT_TRUE(c.ok());
+  Result<FaultPlan> plan = MakeFaultPlan(s->faults(), s->sim(), *c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+
+  // Timeline by time: switch failure (1 s) after the degradation (0.5 s), flap down (2 s), up (5 s).
+  const std::vector<LinkEvent>& ev = plan->link_events;
+  ASSERT_EQ(ev.size(), 4u);
+  EXPECT_EQ(ev[0].action, LinkAction::kScale);
+  EXPECT_DOUBLE_EQ(ev[0].time_s, 0.5);
+  EXPECT_EQ(ev[1].action, LinkAction::kOff);
+  EXPECT_EQ(ev[2].action, LinkAction::kDown);
+  EXPECT_EQ(ev[3].action, LinkAction::kUp);
+  EXPECT_DOUBLE_EQ(ev[3].time_s, 5.0);
+  // Pod 1's ToR uplinks: 32 ToRs x (4 nodes x 200G / 400G = 2 uplinks), both directions.
+  EXPECT_EQ(ev[0].links.size(), 32u * 2 * 2);
+  for (int id : ev[0].links) EXPECT_EQ(c->link(id).cls, topology::LinkClass::kTorToAgg);
+  // The flap takes GPU 10's NIC cable, both directions.
+  EXPECT_EQ(ev[2].links, NicCable(*c, 10));
+  EXPECT_EQ(ev[2].links.size(), 2u);
+  // A ToR: 4 NIC cables down + 2 uplinks, both directions.
+  EXPECT_EQ(ev[1].links.size(), (4u + 2u) * 2);
+
+  // Own flows: GPU 10 (its NIC), and the GPUs under GPU 35's ToR: rail 3 of nodes 4..7.
+  std::vector<int> own;
+  for (int g = 0; g < c->num_gpus(); ++g) {
+    if (plan->own_flow[g]) own.push_back(g);
+  }
+  EXPECT_EQ(own, (std::vector<int>{10, 35, 43, 51, 59}));
+
+  // Background flows on every agg <-> spine link: 4 pods x 2 aggs x 32 spines per plane x 2.
+  ASSERT_EQ(plan->background.size(), 1u);
+  EXPECT_EQ(plan->background[0].links.size(), 4u * 2 * 32 * 2);
+  EXPECT_DOUBLE_EQ(plan->background[0].end_s, 0.2);
+  EXPECT_DOUBLE_EQ(plan->background[0].latency_s, c->RouteLatency(c->Route(0, 511, 0)));
+}
+
+}  // namespace
+}  // namespace megascale
