@@ -33,7 +33,26 @@ int Main(int argc, char** argv) {
   PlanArgs plan;
   auto* plan_cmd = app.add_subcommand("plan", "Build the plan of a scenario and print its predicted step time and MFU");
   plan_cmd->add_option("scenario", plan.scenario, "Scenario file (.textproto)")->required();
-  plan_cmd->add_flag("--json", plan.json, "Print one JSON object (layout and predicted figures)");
+  plan_cmd->add_flag("--json", plan.json,
+                     "Print one JSON object (layout and predicted figures; with search.enabled a list "
+                     "of layouts)");
+  plan_cmd->add_flag("--bench", plan.bench,
+                     "With search.enabled: print on stderr how many layouts were evaluated per second "
+                     "and the search's total time");
+
+  SweepArgs sweep;
+  auto* sweep_cmd = app.add_subcommand(
+      "sweep", "Plan a scenario at several GPU counts or global batches; write a CSV and an SVG plot");
+  sweep_cmd->add_option("scenario", sweep.scenario, "Scenario file (.textproto)")->required();
+  sweep_cmd->add_option("--gpus", sweep.gpus, "GPU counts, e.g. 256,512,1024 (default: search.sweep_gpus)")
+      ->delimiter(',');
+  sweep_cmd->add_option("--batches", sweep.batches,
+                        "Global batches: one per GPU count, one for all, or several at one GPU count "
+                        "(default: search.sweep_global_batch)")
+      ->delimiter(',');
+  sweep_cmd->add_option("--csv", sweep.csv, "CSV output (default: <scenario name>.sweep.csv)");
+  sweep_cmd->add_option("--svg", sweep.svg, "SVG plot of MFU and step time (default: <scenario name>.sweep.svg)");
+  sweep_cmd->add_flag("--json", sweep.json, "Print the points as one JSON object");
 
   SimulateArgs sim;
   auto* sim_cmd = app.add_subcommand("simulate", "Run one or more training steps of a scenario on the simulated cluster");
@@ -78,6 +97,7 @@ int Main(int argc, char** argv) {
 
   Status status;
   if (*plan_cmd) status = RunPlan(plan);
+  else if (*sweep_cmd) status = RunSweep(sweep);
   else if (*sim_cmd) status = RunSimulate(sim);
   else if (*diag_cmd) status = RunDiagnose(diag);
   else if (*exp_cmd) status = RunExport(exp);

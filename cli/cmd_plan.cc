@@ -4,11 +4,115 @@
 #include "cli/commands.h"
 #include "cli/views.h"
 #include "planner/plan_builder.h"
+#include "planner/search.h"
+#include "planner/search_inverse.h"
 
 namespace megascale::cli {
+namespace {
+
+nlohmann::json RankedJson(const RankedLayout& r, int64_t global_batch) {
+  nlohmann::json j = PredictionJson(r.prediction);
+  j["layout"] = LayoutJson(r.candidate.layout, r.candidate.micro_batch, global_batch, r.microbatches);
+  j["estimated_iteration_time_s"] = r.estimate.iteration_time_s;
+  return j;
+}
+
+nlohmann::json SearchJson(const Scenario& s, const SearchResult& r) {
+  nlohmann::json rejected = nlohmann::json::object();
+  for (const auto& [rule, n] : r.rejected.rules()) rejected[rule] = n;
+  nlohmann::json layouts = nlohmann::json::array();
+  for (const RankedLayout& b : r.best) layouts.push_back(RankedJson(b, r.global_batch));
+  return {{"scenario", s.name()},
+          {"gpus", r.num_gpus},
+          {"gpu", s.cluster().gpu()},
+          {"search",
+           {{"candidates", r.candidates},
+            {"estimated", r.estimated},
+            {"rejected", rejected},
+            {"estimate_s", r.estimate_s},
+            {"rerank_s", r.rerank_s},
+            {"total_s", r.total_s()}}},
+          {"layouts", layouts}};
+}
+
+void PrintRanked(const SearchResult& r) {
+  std::printf("%-4s %-70s %9s %6s %8s %8s %8s\n", "rank", "layout", "step (s)", "MFU", "memory",
+              "bubble", "exposed");
+  int rank = 1;
+  for (const RankedLayout& b : r.best) {
+    const Prediction& p = b.prediction;
+    std::printf("%-4d %-70s %9.3f %5.1f%% %5.1f GB %7.3fs %7.3fs\n", rank++,
+                CandidateLine(b.candidate).c_str(), p.iteration_time_s(), 100 * p.mfu(),
+                p.memory_per_gpu_gb(), p.bubble_s(), p.exposed_comm_s());
+  }
+}
+
+void PrintBench(const SearchResult& r) {
+  std::fprintf(stderr,
+               "bench: %s candidates (%s passed the rules and fit in memory) estimated in %.3f s: "
+               "%.0f configs/s; best %zu re-evaluated by the full planner in %.3f s; total %.3f s\n",
+               Thousands(r.candidates).c_str(), Thousands(r.estimated).c_str(), r.estimate_s,
+               r.estimate_s > 0 ? r.candidates / r.estimate_s : 0.0, r.best.size(), r.rerank_s,
+               r.total_s());
+}
+
+Status RunSearch(const Scenario& scenario, const PlanArgs& args) {
+  MS_ASSIGN_OR_RETURN(SearchResult r, SearchLayouts(scenario));
+  if (args.bench) PrintBench(r);
+  if (args.json) {
+    std::cout << SearchJson(scenario, r).dump(2) << "\n";
+    return Status::Ok();
+  }
+  std::printf("scenario      %s\n", scenario.name().c_str());
+  std::printf("cluster       %s x %s, global batch %s\n", Thousands(r.num_gpus).c_str(),
+              scenario.cluster().gpu().c_str(), Thousands(r.global_batch).c_str());
+  std::printf("search        %s candidates, %s fit; rejected: %s\n", Thousands(r.candidates).c_str(),
+              Thousands(r.estimated).c_str(), r.rejected.Describe().c_str());
+  std::printf("              %.2f s (estimates %.2f s, full planner on the best %.2f s)\n\n", r.total_s(),
+              r.estimate_s, r.rerank_s);
+  PrintRanked(r);
+  return Status::Ok();
+}
+
+Status RunInverse(const Scenario& scenario, const PlanArgs& args) {
+  MS_ASSIGN_OR_RETURN(InverseAnswer a, SmallestCluster(scenario));
+  if (args.bench) PrintBench(a.search);
+  const RankedLayout& best = a.search.best.front();
+  if (args.json) {
+    nlohmann::json out = SearchJson(scenario, a.search);
+    out["inverse"] = {{"token_budget", a.token_budget},
+                      {"deadline_days", a.deadline_days},
+                      {"gpu_budget", a.gpu_budget},
+                      {"gpus", a.search.num_gpus},
+                      {"days", a.days},
+                      {"gpu_counts_examined", a.counts_examined}};
+    std::cout << out.dump(2) << "\n";
+    return Status::Ok();
+  }
+  std::printf("scenario      %s\n", scenario.name().c_str());
+  char deadline[64] = "";
+  if (a.deadline_days > 0) std::snprintf(deadline, sizeof(deadline), " within %.1f days", a.deadline_days);
+  std::printf("question      %.3g tokens%s on at most %s %s GPUs (global batch %s)\n", a.token_budget,
+              deadline, Thousands(a.gpu_budget).c_str(), scenario.cluster().gpu().c_str(),
+              Thousands(a.search.global_batch).c_str());
+  std::printf("answer        %s GPUs: %s\n", Thousands(a.search.num_gpus).c_str(),
+              CandidateLine(best.candidate).c_str());
+  std::printf("predicted     %.1f days; step %.3f s, MFU %.1f%%, %.1f GB per GPU\n", a.days,
+              best.prediction.iteration_time_s(), 100 * best.prediction.mfu(),
+              best.prediction.memory_per_gpu_gb());
+  std::printf("examined      %d GPU counts\n\n", a.counts_examined);
+  PrintRanked(a.search);
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status RunPlan(const PlanArgs& args) {
   MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
+  if (scenario.search().enabled()) {
+    if (scenario.search().token_budget() > 0) return RunInverse(scenario, args);
+    return RunSearch(scenario, args);
+  }
   MS_ASSIGN_OR_RETURN(Plan plan, BuildPlan(scenario));
   const Prediction& p = plan.prediction();
   if (args.json) {

@@ -2,7 +2,9 @@
 // on stderr and an exit code (2 for bad input, 1 for anything else).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -11,8 +13,19 @@ namespace megascale::cli {
 struct PlanArgs {
   std::string scenario;
   bool json = false;
+  bool bench = false;  // with search.enabled: print the search's speed (configs/s) on stderr
 };
 Status RunPlan(const PlanArgs& args);
+
+struct SweepArgs {
+  std::string scenario;
+  std::vector<int> gpus;          // overrides search.sweep_gpus
+  std::vector<int64_t> batches;   // overrides search.sweep_global_batch
+  std::string csv;                // default: <scenario name>.sweep.csv
+  std::string svg;                // default: <scenario name>.sweep.svg
+  bool json = false;
+};
+Status RunSweep(const SweepArgs& args);
 
 struct SimulateArgs {
   std::string scenario;

@@ -15,7 +15,11 @@ Result<Scenario> LoadResolvedScenario(const std::string& path) {
 }
 
 nlohmann::json LayoutJson(const Plan& plan) {
-  const LayoutSpec& l = plan.layout();
+  return LayoutJson(plan.layout(), plan.training().micro_batch(), plan.training().global_batch(),
+                    plan.microbatches());
+}
+
+nlohmann::json LayoutJson(const LayoutSpec& l, int micro_batch, int64_t global_batch, int microbatches) {
   return {{"tp", l.tp()},
           {"pp", l.pp()},
           {"dp", l.dp()},
@@ -24,9 +28,9 @@ nlohmann::json LayoutJson(const Plan& plan) {
           {"zero_stage", l.zero_stage()},
           {"schedule", Schedule_Name(l.schedule())},
           {"recompute", Recompute_Name(l.recompute())},
-          {"micro_batch", plan.training().micro_batch()},
-          {"global_batch", plan.training().global_batch()},
-          {"microbatches_per_replica", plan.microbatches()}};
+          {"micro_batch", micro_batch},
+          {"global_batch", global_batch},
+          {"microbatches_per_replica", microbatches}};
 }
 
 nlohmann::json PredictionJson(const Prediction& p) {

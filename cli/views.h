@@ -2,6 +2,7 @@
 // layout and of a plan's prediction, so `plan` and `simulate` print the same names.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,8 @@ namespace megascale::cli {
 Result<Scenario> LoadResolvedScenario(const std::string& path);
 
 nlohmann::json LayoutJson(const Plan& plan);
+// The same names for a layout that has no Plan (the search's and the sweep's).
+nlohmann::json LayoutJson(const LayoutSpec& l, int micro_batch, int64_t global_batch, int microbatches);
 nlohmann::json PredictionJson(const Prediction& p);
 // "TP 8 x PP 8 (6 virtual) x DP 192, micro-batch 1, 32 micro-batches, ZeRO-1"
 std::string LayoutLine(const Plan& plan);

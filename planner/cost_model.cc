@@ -1,23 +1,42 @@
 #include "planner/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "topology/cluster.h"
 
 namespace megascale {
+namespace {
 
-const CostConstants& DefaultCostConstants() {
-  static const CostConstants kConstants;
-  return kConstants;
+// Output tiles cuBLAS/CUTLASS choose among for large bf16 GEMMs, one CTA per SM, and the fraction
+// of the big tile's throughput each sustains (smaller tiles reuse each operand byte less).
+struct Tile {
+  double m, n, throughput;
+};
+constexpr Tile kTiles[] = {{256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.9}, {64, 128, 0.7}};
+// A tile's k loop amortizes its prologue and epilogue: throughput k / (k + kRampK).
+constexpr double kRampK = 64;
+// FlashAttention-2's backward recomputes the scores: 2.5 x the forward's FLOPs, not 2 x.
+constexpr double kFlashBackwardWork = 2.5;
+
+bool IsGemm(OpKind k) {
+  return k == QKV_GEMM || k == ATTN_PROJ_GEMM || k == FFN_UP_GEMM || k == FFN_DOWN_GEMM ||
+         k == LM_HEAD;
 }
+
+}  // namespace
+
+const CostConstants& DefaultCostConstants() { return CalibrationFor("A100"); }
 
 LinkFigures RouteFigures(const topology::Cluster& cluster, int src_gpu, int dst_gpu) {
   const topology::Path path = cluster.Route(src_gpu, dst_gpu);
   return {cluster.RouteBandwidth(path), cluster.RouteLatency(path)};
 }
 
+CostModel::CostModel(const ClusterSpec& cluster) : CostModel(cluster, CalibrationFor(cluster.gpu())) {}
+
 CostModel::CostModel(const ClusterSpec& cluster, CostConstants constants)
-    : constants_(constants),
+    : constants_(std::move(constants)),
       peak_flops_(cluster.peak_tflops() * 1e12),
       hbm_bytes_per_s_(cluster.hbm_gbytes_per_s() * 1e9),
       nvlink_bytes_per_s_(cluster.nvlink_gbytes_per_s() * 1e9),
@@ -31,11 +50,102 @@ double CostModel::ComputeTime(OpKind kind, double flops, double bytes) const {
   return std::max(compute_s, memory_s);
 }
 
+// Fraction of the big-tile, full-wave throughput a GEMM shape reaches: the best tile's share of
+// useful work (partial tiles at the edges, the last wave's idle SMs) times its k-loop ramp.
+double CostModel::GemmShapeFactor(double m, double n, double k, double batch) const {
+  const double sms = constants_.sms;
+  double best = 0;
+  for (const Tile& t : kTiles) {
+    const double tm = std::ceil(m / t.m), tn = std::ceil(n / t.n);
+    const double tiles = tm * tn * batch;
+    const double waves = std::ceil(tiles / sms);
+    const double useful = (m * n * batch) / (tiles * t.m * t.n);
+    best = std::max(best, t.throughput * useful * tiles / (waves * sms));
+  }
+  return best * k / (k + kRampK);
+}
+
+double CostModel::GemmTime(double m, double n, double k, double batch) const {
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
+  const double flops = 2.0 * m * n * k * batch;
+  const double bytes = kActivationBytes * batch * (m * k + k * n + m * n);
+  const double efficiency = constants_.gemm_efficiency * GemmShapeFactor(m, n, k, batch);
+  return constants_.kernel_overhead_s +
+         std::max(flops / (peak_flops_ * efficiency), StreamSeconds(bytes));
+}
+
+double CostModel::StreamSeconds(double bytes) const {
+  return bytes / (hbm_bytes_per_s_ * constants_.hbm_efficiency);
+}
+
+double CostModel::MemoryBoundTime(double bytes) const {
+  if (bytes <= 0) return 0;
+  return constants_.kernel_overhead_s + StreamSeconds(bytes);
+}
+
+double CostModel::AttentionTime(Phase phase, const OpShape& shape) const {
+  const AttentionWork w = AttentionWorkOf(shape);
+  const bool backward = phase == BACKWARD;
+  if (shape.flash_attention) {
+    const double flops = w.executed_flops * (backward ? kFlashBackwardWork : 1.0);
+    const double io = ComputeOpCost(ATTENTION, phase, shape).bytes;
+    return constants_.kernel_overhead_s +
+           std::max(flops / (peak_flops_ * constants_.attention_efficiency), StreamSeconds(io));
+  }
+  // Unfused: scores = Q K^T and out = P V as batched GEMMs over (micro-batch x heads), the full
+  // s x s_eff block computed and masked; softmax and dropout stream the scores through HBM.
+  const double bh = w.batch_heads, s = w.seq, se = w.s_eff, d = w.head_dim;
+  double gemms = GemmTime(s, se, d, bh) + GemmTime(s, d, se, bh);
+  if (backward) {
+    // dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q.
+    gemms = GemmTime(s, se, d, bh) + GemmTime(se, d, s, bh) + GemmTime(s, d, se, bh) +
+            GemmTime(se, d, s, bh);
+  }
+  const double score_bytes =
+      w.score_elements * (backward ? kUnfusedScoreBytesBackward : kUnfusedScoreBytesForward);
+  return gemms + 2 * MemoryBoundTime(score_bytes / 2);  // two kernels: softmax, dropout
+}
+
+double CostModel::OpTime(OpKind kind, Phase phase, const OpShape& shape) const {
+  if (IsGemm(kind)) {
+    double t = 0;
+    for (const GemmDims& g : OpGemms(kind, phase, shape)) t += GemmTime(g.m, g.n, g.k, g.batch);
+    return t;
+  }
+  if (kind == ATTENTION) return AttentionTime(phase, shape);
+  const OpCost c = ComputeOpCost(kind, phase, shape);
+  // An unfused element-wise op is several kernels: one ramp per pass.
+  const double kernels = shape.fused_elementwise ? 1 : kUnfusedElementwisePasses;
+  return MemoryBoundTime(c.bytes) + (kernels - 1) * constants_.kernel_overhead_s;
+}
+
+double CostModel::OptimizerStepTime(double params, bool data_pipeline_overlap) const {
+  const OpCost update = OptimizerCost(params);
+  return MemoryBoundTime(update.bytes) + constants_.step_overhead_s +
+         (data_pipeline_overlap ? 0 : constants_.data_loading_s);
+}
+
 double CostModel::TpCollectiveTime(OpKind kind, int tp, double bytes) const {
   if (tp <= 1) return 0;
-  const double one_pass =
-      (tp - 1) * nvlink_latency_s_ + (tp - 1.0) / tp * bytes / nvlink_bytes_per_s_;
+  // NCCL ring: t - 1 steps, each moving 1/t of the buffer; bus bandwidth = NVLink x efficiency.
+  const double one_pass = (tp - 1) * nvlink_latency_s_ +
+                          (tp - 1.0) / tp * bytes /
+                              (nvlink_bytes_per_s_ * constants_.nvlink_efficiency);
   return kind == TP_ALL_REDUCE ? 2 * one_pass : one_pass;
+}
+
+LinkFigures CostModel::Effective(const LinkFigures& link) const {
+  return {link.bandwidth_bytes_per_s * constants_.network_efficiency,
+          link.latency_s + constants_.network_step_latency_s};
+}
+
+double CostModel::DpCollectiveTime(OpKind kind, int n, double bytes,
+                                   const LinkFigures& link) const {
+  return RingCollectiveTime(kind, n, bytes, Effective(link));
+}
+
+double CostModel::PpTime(double bytes, const LinkFigures& link) const {
+  return P2pTime(bytes, Effective(link));
 }
 
 double CostModel::RingCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link) {

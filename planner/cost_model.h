@@ -1,15 +1,22 @@
-// The first-cut cost model: how long one op takes on a healthy GPU and an uncontended network.
-//  * compute: a roofline, max(flops / (peak x efficiency), bytes / hbm_bandwidth), with one
-//    efficiency for GEMMs and one for attention (CostConstants; calibrated later against
-//    reference/calibration.csv);
-//  * TP collectives inside an NVSwitch node: NCCL's ring in closed form,
-//    steps x latency + (t-1)/t x bytes / nvlink_bandwidth, all-reduce twice that;
-//  * PP send/recv and DP ring collectives: plan.proto's closed form over the route's bandwidth and
-//    latency (NIC-limited), from topology::Cluster.
+// The cost model: how long one op takes on a healthy GPU and an uncontended network, from the
+// hardware figures of the cluster and the GPU type's calibration (planner/calibration.h). One
+// function per figure:
+//  * GemmTime: 2mnk FLOPs at the calibrated GEMM efficiency times a shape factor (wave
+//    quantization of output tiles over the SMs, partial tiles, short k loops), or HBM-bound;
+//  * AttentionTime: FlashAttention-2 class, FLOPs as executed (causal / sliding-window blocks
+//    skipped, backward recomputes the scores); unfused: batched GEMMs plus a memory-bound softmax
+//    over the s x s_eff scores in HBM;
+//  * MemoryBoundTime: element-wise ops, bytes over the achievable HBM bandwidth;
+//  * TpCollectiveTime: NCCL's ring inside an NVSwitch node, bus-bandwidth formula;
+//  * DpCollectiveTime / PpTime: NCCL ring and send/recv over the route's NICs, at the calibrated
+//    network efficiency; RingCollectiveTime / P2pTime are plan.proto's raw closed forms;
+//  * OpTime: an op of a layer (what layer_ops calls), dispatching to the above.
 // Immutable; thread-safe.
 #pragma once
 
+#include "planner/calibration.h"
 #include "planner/model.pb.h"
+#include "planner/op_costs.h"
 #include "planner/plan.pb.h"
 #include "topology/cluster.pb.h"
 
@@ -19,13 +26,9 @@ namespace topology {
 class Cluster;
 }
 
-// Every tunable figure of the cost model, in one place.
-struct CostConstants {
-  // Achieved fraction of peak FLOP/s for large bf16 GEMMs (A100/H100 class: ~0.7-0.8).
-  double gemm_efficiency = 0.75;
-  // Achieved fraction of peak for FlashAttention-class kernels, against the counted FLOPs.
-  double attention_efficiency = 0.6;
-};
+// Every tunable figure of the cost model, in one place: the GPU type's calibration.
+using CostConstants = GpuCalibration;
+// The A100 calibration (the reference GPU of DESIGN.md).
 const CostConstants& DefaultCostConstants();
 
 // A one-way path between two GPUs.
@@ -40,22 +43,46 @@ LinkFigures RouteFigures(const topology::Cluster& cluster, int src_gpu, int dst_
 class CostModel {
  public:
   // REQUIRES: a resolved cluster spec (peak_tflops, hbm_gbytes_per_s, nvlink_gbytes_per_s set).
-  explicit CostModel(const ClusterSpec& cluster, CostConstants constants = DefaultCostConstants());
+  // Uses the calibration of cluster.gpu.
+  explicit CostModel(const ClusterSpec& cluster);
+  CostModel(const ClusterSpec& cluster, CostConstants constants);
 
-  // Roofline time of a compute op.
+  // Roofline time of a compute op with no shape information: GEMM efficiency for GEMMs, attention
+  // efficiency for ATTENTION, else memory-bound.
   double ComputeTime(OpKind kind, double flops, double bytes) const;
+  // `batch` independent [m x k] x [k x n] bf16 GEMMs (one kernel).
+  double GemmTime(double m, double n, double k, double batch = 1) const;
+  // The attention core of one layer and micro-batch on one GPU (fused or not per shape.kernels).
+  double AttentionTime(Phase phase, const OpShape& shape) const;
+  // A streaming kernel moving `bytes` through HBM.
+  double MemoryBoundTime(double bytes) const;
+  // Any compute op of a layer, the embedding or the head (not OPTIMIZER_STEP).
+  double OpTime(OpKind kind, Phase phase, const OpShape& shape) const;
+  // The optimizer's update of `params` local parameters plus the per-step host overhead (and the
+  // data loading when it is not overlapped): what runs between two steps.
+  double OptimizerStepTime(double params, bool data_pipeline_overlap) const;
+
   // A TP collective (TP_ALL_GATHER, TP_REDUCE_SCATTER, TP_ALL_REDUCE) of `bytes` (full buffer)
   // among tp GPUs of one node.
   double TpCollectiveTime(OpKind kind, int tp, double bytes) const;
-  // A DP ring collective of n members over `link` (each member's hop to its successor):
-  // steps x latency + volume / bandwidth (plan.proto).
+  // A DP ring collective at the calibrated network efficiency.
+  double DpCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link) const;
+  // A PP send/recv at the calibrated network efficiency.
+  double PpTime(double bytes, const LinkFigures& link) const;
+  // The link as NCCL sees it: bandwidth scaled by the network efficiency.
+  LinkFigures Effective(const LinkFigures& link) const;
+
+  // plan.proto's raw closed forms (line rate): steps x latency + volume / bandwidth.
   static double RingCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link);
-  // A PP send/recv of `bytes` over `link`.
   static double P2pTime(double bytes, const LinkFigures& link);
 
   const CostConstants& constants() const { return constants_; }
 
  private:
+  double GemmShapeFactor(double m, double n, double k, double batch) const;
+  // Seconds to stream `bytes` at the achievable HBM bandwidth (no kernel ramp).
+  double StreamSeconds(double bytes) const;
+
   CostConstants constants_;
   double peak_flops_;
   double hbm_bytes_per_s_;

@@ -96,7 +96,7 @@ Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place) {
   } else {
     const OpCost c = ComputeOpCost(st.kind, st.phase, ctx.shape);
     op = MakeOp(st.kind, COMPUTE, st.phase, CLOSED_FORM,
-                ctx.cost->ComputeTime(st.kind, c.flops, c.bytes));
+                ctx.compute_scale * ctx.cost->OpTime(st.kind, st.phase, ctx.shape));
     op.set_flops(c.flops);
     op.set_mem_bytes(c.bytes);
   }

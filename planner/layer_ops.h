@@ -28,6 +28,9 @@ struct LayerContext {
   const CostModel* cost = nullptr;
   Recompute recompute = RECOMPUTE_NONE;
   bool overlap_tp = false;
+  // Multiplies every compute duration: > 1 where the ops run beside overlapped DP communication
+  // (CostConstants::overlap_slowdown).
+  double compute_scale = 1;
 };
 
 struct OpPlace {

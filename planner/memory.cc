@@ -33,6 +33,10 @@ MemoryEstimate StageMemory(const ModelSpec& model, const LayoutSpec& layout, int
 
   MemoryEstimate m;
   m.weights_bytes = kActivationBytes * params;
+  if (layout.zero_stage() >= 3 && dp > 1) {
+    // Sharded; a layer being used and the next one prefetched are gathered whole.
+    m.weights_bytes = kActivationBytes * (params / dp + 2.0 * LayerParams(model) / tp);
+  }
   m.grads_bytes = kActivationBytes * params / (layout.zero_stage() >= 2 ? dp : 1);
   m.optimizer_bytes = 12.0 * params / (layout.zero_stage() >= 1 ? dp : 1);
 
@@ -43,6 +47,12 @@ MemoryEstimate StageMemory(const ModelSpec& model, const LayoutSpec& layout, int
     per_layer = kActivationBytes * sbh / (sp ? tp : 1);
   } else {
     per_layer = sp ? 34.0 * sbh / tp : sbh * (10.0 + 24.0 / tp);
+    if (!layout.kernels().flash_attention()) {
+      // Softmax output, dropout mask and output: 5 a s^2 b / t bytes (Korthikanti et al.).
+      const double s_eff = model.sliding_window() > 0 ? model.sliding_window() : model.seq_len();
+      per_layer += 5.0 * model.heads() * static_cast<double>(micro_batch) * model.seq_len() *
+                   s_eff / tp;
+    }
   }
   const int layers_per_chunk = model.layers() / v_total;
   m.activation_bytes = per_layer * layers_per_chunk * max_in_flight_units;

@@ -1,12 +1,14 @@
 // Memory per GPU, first cut: weights, gradients and optimizer states per ZeRO stage, and
 // activations per recompute mode times the micro-batches a stage holds at once.
 //
-//  * weights bf16 (2 B/param), gradients bf16 (2 B/param, / dp with ZeRO 2), optimizer fp32 master
-//    + m + v (12 B/param, / dp with ZeRO >= 1): ZeRO's accounting (Rajbhandari et al. 2020).
+//  * weights bf16 (2 B/param, / dp with ZeRO 3 plus two gathered layers), gradients bf16
+//    (2 B/param, / dp with ZeRO >= 2), optimizer fp32 master + m + v (12 B/param, / dp with
+//    ZeRO >= 1): ZeRO's accounting (Rajbhandari et al. 2020).
 //  * activations per layer and micro-batch (Korthikanti et al. 2022) with a FlashAttention-class
 //    kernel, so no s x s scores are stored: 34 s b h bytes, / t with SP; without SP
 //    s b h (10 + 24 / t); FULL recompute keeps only the layer input, 2 s b h (/ t with SP).
-//    SELECTIVE saves nothing beyond FlashAttention's own recompute.
+//    SELECTIVE saves nothing beyond FlashAttention's own recompute. Unfused attention
+//    (layout.kernels.flash_attention false) also keeps 5 a s s_eff b / t bytes of scores.
 //  * the last stage adds its fp32 logits (s b V / t x 4 bytes) for one micro-batch.
 // Pure functions; thread-safe.
 #pragma once

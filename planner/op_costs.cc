@@ -47,7 +47,7 @@ OpCost ForwardCost(OpKind kind, const Dims& d) {
     case LM_HEAD: return Gemm(d.tokens, d.h, d.v / d.t);
     case ATTENTION:
       // QK^T and the weighted sum, 2 x 2 x s_eff x h per token; FlashAttention-class I/O:
-      // read Q, K, V, write O.
+      // read Q, K, V, write O (unfused: plus the scores, ComputeOpCost).
       return {4.0 * d.tokens * d.s_eff * d.h / d.t,
               a * d.tokens * (2.0 * d.h + 2.0 * d.kv_width) / d.t};
     case LAYERNORM: return {0, 2.0 * a * d.sp_tokens * d.h};       // read x, write y
@@ -61,10 +61,11 @@ OpCost ForwardCost(OpKind kind, const Dims& d) {
   }
 }
 
-}  // namespace
+bool IsElementwise(OpKind kind) {
+  return kind == LAYERNORM || kind == GELU || kind == RESIDUAL_ADD;
+}
 
-OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape) {
-  const Dims d = DimsOf(shape);
+OpCost ComputeOpCostFused(OpKind kind, Phase phase, const Dims& d) {
   OpCost fwd = ForwardCost(kind, d);
   if (phase != BACKWARD) return fwd;
   switch (kind) {
@@ -79,13 +80,58 @@ OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape) {
   }
 }
 
+}  // namespace
+
+OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape) {
+  OpCost c = ComputeOpCostFused(kind, phase, DimsOf(shape));
+  if (kind == ATTENTION && !shape.flash_attention) {
+    const double scores = AttentionWorkOf(shape).score_elements;
+    c.bytes += scores * (phase == BACKWARD ? kUnfusedScoreBytesBackward + 2 * kActivationBytes
+                                           : kUnfusedScoreBytesForward + 2 * kActivationBytes);
+  }
+  if (IsElementwise(kind) && !shape.fused_elementwise) c.bytes *= kUnfusedElementwisePasses;
+  return c;
+}
+
+std::vector<GemmDims> OpGemms(OpKind kind, Phase phase, const OpShape& shape) {
+  const Dims d = DimsOf(shape);
+  GemmDims f;
+  switch (kind) {
+    case QKV_GEMM: f = {d.tokens, d.qkv_out / d.t, d.h}; break;
+    case ATTN_PROJ_GEMM: f = {d.tokens, d.h, d.h / d.t}; break;
+    case FFN_UP_GEMM: f = {d.tokens, d.ffn / d.t, d.h}; break;
+    case FFN_DOWN_GEMM: f = {d.tokens, d.h, d.ffn / d.t}; break;
+    case LM_HEAD: f = {d.tokens, d.v / d.t, d.h}; break;
+    default: return {};
+  }
+  if (phase != BACKWARD) return {f};
+  // dX = dY W^T: [m x n] x [n x k]; dW = X^T dY: [k x m] x [m x n].
+  return {{f.m, f.k, f.n}, {f.k, f.n, f.m}};
+}
+
+AttentionWork AttentionWorkOf(const OpShape& shape) {
+  const Dims d = DimsOf(shape);
+  const ModelSpec& m = shape.model;
+  AttentionWork w;
+  w.seq = m.seq_len();
+  w.s_eff = d.s_eff;
+  w.head_dim = d.h / m.heads();
+  w.batch_heads = static_cast<double>(shape.micro_batch) * m.heads() / d.t;
+  w.counted_flops = 4.0 * d.tokens * d.s_eff * d.h / d.t;
+  // Query i attends to min(i + 1, w) keys (causal, window w = s_eff): on average
+  // w - w^2 / (2s) of the s_eff the count assumes. A fused kernel skips the masked blocks.
+  w.executed_flops = w.counted_flops * (1.0 - d.s_eff / (2.0 * w.seq));
+  w.score_elements = w.batch_heads * w.seq * d.s_eff;
+  return w;
+}
+
 double TpActivationBytes(const OpShape& shape) {
   return kActivationBytes * shape.micro_batch * static_cast<double>(shape.model.seq_len()) *
          shape.model.hidden();
 }
 
 double PpActivationBytes(const OpShape& shape) {
-  return TpActivationBytes(shape) / (shape.sequence_parallel ? shape.tp : 1);
+  return TpActivationBytes(shape) / shape.tp;
 }
 
 double LayerParams(const ModelSpec& m) {

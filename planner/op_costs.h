@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "planner/model.pb.h"
 #include "planner/plan.pb.h"
@@ -29,6 +30,10 @@ struct OpShape {
   int micro_batch = 1;
   int tp = 1;
   bool sequence_parallel = false;
+  // layout.kernels: FlashAttention-class fused attention (no s x s scores in HBM) and fused
+  // element-wise kernels (LayerNorm, bias + GeLU, bias + dropout + residual in one pass each).
+  bool flash_attention = true;
+  bool fused_elementwise = true;
 };
 
 constexpr double kActivationBytes = 2;  // bf16
@@ -37,10 +42,39 @@ constexpr double kActivationBytes = 2;  // bf16
 // phase FORWARD and RECOMPUTE cost the forward; BACKWARD the backward.
 OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape);
 
+// One GEMM launch: `batch` independent [m x k] x [k x n] products.
+struct GemmDims {
+  double m = 0, n = 0, k = 0, batch = 1;
+};
+// The GEMMs a GEMM op (QKV, projection, FFN up/down, LM head) runs on one GPU: the forward one, or
+// in the backward the input gradient [m x n]x[n x k] and the weight gradient [k x m]x[m x n].
+// Empty for other kinds.
+std::vector<GemmDims> OpGemms(OpKind kind, Phase phase, const OpShape& shape);
+
+// The attention core of one layer and micro-batch on one GPU.
+struct AttentionWork {
+  double counted_flops = 0;   // Megatron's count (full s x s_eff), = ComputeOpCost's forward
+  double executed_flops = 0;  // a fused kernel's forward FLOPs: masked blocks skipped
+  double batch_heads = 0;     // micro_batch x heads / tp
+  double seq = 0, s_eff = 0, head_dim = 0;
+  double score_elements = 0;  // batch_heads x seq x s_eff: the unfused kernel's scores
+};
+AttentionWork AttentionWorkOf(const OpShape& shape);
+
+// Bytes per score element the unfused attention moves through HBM besides its GEMMs' operands:
+// forward softmax (read, write) and dropout (read, write, mask); backward their adjoints.
+constexpr double kUnfusedScoreBytesForward = 9;
+constexpr double kUnfusedScoreBytesBackward = 11;
+// An unfused element-wise op (bias, activation, dropout, residual as separate kernels) makes about
+// two passes over HBM where the fused kernel makes one.
+constexpr double kUnfusedElementwisePasses = 2;
+
 // Full activation buffer [micro_batch x seq x hidden] in bytes: the payload (comm_bytes) of the
 // TP all-gather / reduce-scatter / all-reduce around a layer's GEMMs.
 double TpActivationBytes(const OpShape& shape);
-// Bytes one GPU sends to the next stage per micro-batch: sequence-sharded (1/tp) with SP.
+// Bytes one GPU sends to the next stage per micro-batch: 1/tp of the activations, sequence-sharded
+// with SP, or with Megatron's scatter/gather optimization without it (each TP rank sends a slice,
+// the receiver all-gathers it over NVLink).
 double PpActivationBytes(const OpShape& shape);
 
 // Parameters of one transformer layer (whole layer, all TP shards).

@@ -6,6 +6,7 @@
 #include "planner/cost_model.h"
 #include "planner/layout.h"
 #include "planner/metrics.h"
+#include "planner/plan_with_constants.h"
 #include "planner/predictor.h"
 #include "planner/stage_program.h"
 #include "topology/cluster.h"
@@ -63,8 +64,8 @@ void FillLinks(const topology::Cluster& cluster, const RankLayout& ranks, int st
   for (int peer = 0; peer < layout.pp(); ++peer) {
     if (peer == stage) continue;
     const int other = ranks.RankOf({0, 0, peer});
-    in.pp_send_s[peer] = CostModel::P2pTime(bytes, RouteFigures(cluster, me, other));
-    in.pp_recv_s[peer] = CostModel::P2pTime(bytes, RouteFigures(cluster, other, me));
+    in.pp_send_s[peer] = in.layer.cost->PpTime(bytes, RouteFigures(cluster, me, other));
+    in.pp_recv_s[peer] = in.layer.cost->PpTime(bytes, RouteFigures(cluster, other, me));
   }
   if (layout.dp() > 1) {
     // The ring hop to the successor and from the predecessor: the slower one paces the ring.
@@ -79,6 +80,10 @@ void FillLinks(const topology::Cluster& cluster, const RankLayout& ranks, int st
 }  // namespace
 
 Result<Plan> BuildPlan(const Scenario& resolved) {
+  return BuildPlanWith(resolved, CalibrationFor(resolved.cluster().gpu()));
+}
+
+Result<Plan> BuildPlanWith(const Scenario& resolved, const CostConstants& constants) {
   MS_RETURN_IF_ERROR(CheckSchedulable(resolved));
   const ModelSpec& model = resolved.model();
   const LayoutSpec& layout = resolved.layout();
@@ -100,10 +105,11 @@ Result<Plan> BuildPlan(const Scenario& resolved) {
       HardwareFlopsPerStep(model, training.global_batch(), layout.recompute()));
   plan.set_tokens_per_step(training.global_batch() * model.seq_len());
 
-  const CostModel cost(resolved.cluster());
+  const CostModel cost(resolved.cluster(), constants);
   StageInputs in;
   in.layer.shape = {model, training.micro_batch(), layout.tp(),
-                    layout.sequence_parallel() && layout.tp() > 1};
+                    layout.sequence_parallel() && layout.tp() > 1,
+                    layout.kernels().flash_attention(), layout.kernels().fused_elementwise()};
   in.layer.cost = &cost;
   in.layer.recompute = layout.recompute();
   in.layer.overlap_tp = layout.overlap().tp();
@@ -115,6 +121,7 @@ Result<Plan> BuildPlan(const Scenario& resolved) {
   in.zero_stage = layout.zero_stage();
   in.overlap_pp = layout.overlap().pp();
   in.overlap_dp = layout.overlap().dp();
+  in.data_pipeline_overlap = training.data_pipeline_overlap();
   const RankLayout ranks(layout);
   for (int stage = 0; stage < layout.pp(); ++stage) {
     FillLinks(cluster, ranks, stage, layout, in);

@@ -1,5 +1,7 @@
 #include "planner/stage_program.h"
 
+#include <map>
+
 #include "planner/memory.h"
 #include "planner/program_writer.h"
 #include "planner/schedule.h"
@@ -23,33 +25,32 @@ class StageBuilder {
       if (u.forward && first_fwd[u.chunk] < 0) first_fwd[u.chunk] = k;
       if (!u.forward) last_bwd[u.chunk] = k;
     }
-    const bool zero_gather = in_.dp > 1 && in_.zero_stage >= 1;
-    std::vector<uint32_t> prefetched(in_.vp);
-    if (zero_gather && in_.overlap_dp) {
-      for (int c = 0; c < in_.vp; ++c) prefetched[c] = w_.Add(DpOp(DP_ALL_GATHER, c), {});
+    // ZeRO 1/2: parameters gathered once per step; with overlap.dp per layer (Megatron's buckets),
+    // all posted at step start in order of first use, so only the first one is exposed.
+    if (GatherOnce() && in_.overlap_dp) {
+      for (int c = 0; c < in_.vp; ++c) {
+        for (int l = 0; l < layers_per_chunk_; ++l) {
+          const int layer = FirstLayer(c) + l;
+          prefetched_[layer] = w_.Add(DpLayerOp(DP_ALL_GATHER, c, layer, -1, FORWARD), {});
+        }
+      }
     }
     const int n = static_cast<int>(units.size());
     for (int k = 0; k < n; ++k) {
       const ScheduleUnit& u = units[k];
       PostReceives(units, k);
-      if (u.forward && k == first_fwd[u.chunk] && zero_gather) {
-        if (in_.overlap_dp) {
-          w_.AlsoWaitFor(prefetched[u.chunk]);
-        } else {
-          w_.Chain(DpOp(DP_ALL_GATHER, u.chunk));
-        }
+      if (u.forward && k == first_fwd[u.chunk] && GatherOnce() && !in_.overlap_dp) {
+        w_.Chain(DpOp(DP_ALL_GATHER, u.chunk));
       }
       const uint32_t first_op = w_.size();
-      EmitCompute(u);
+      EmitCompute(u, u.forward && k == first_fwd[u.chunk], !u.forward && k == last_bwd[u.chunk]);
       unit_first_op_ = first_op;
       unit_last_op_ = w_.size() - 1;
       PostSends(units, k);
-      if (!u.forward && k == last_bwd[u.chunk] && in_.dp > 1) {
-        const uint32_t id =
-            w_.Add(DpOp(in_.zero_stage == 0 ? DP_ALL_REDUCE : DP_REDUCE_SCATTER, u.chunk),
-                   w_.frontier());
+      if (!u.forward && k == last_bwd[u.chunk] && in_.dp > 1 && !Zero3() && !in_.overlap_dp) {
+        const uint32_t id = w_.Add(DpOp(GradSyncKind(), u.chunk), w_.frontier());
         grad_syncs_.push_back(id);
-        if (!in_.overlap_dp) w_.AlsoWaitFor(id);
+        w_.AlsoWaitFor(id);
       }
     }
     EmitOptimizerStep();
@@ -57,15 +58,40 @@ class StageBuilder {
 
  private:
   int VirtualStage(const ScheduleUnit& u) const { return u.chunk * in_.pp + stage_; }
+  int FirstLayer(int chunk) const { return (chunk * in_.pp + stage_) * layers_per_chunk_; }
+  bool GatherOnce() const { return in_.dp > 1 && (in_.zero_stage == 1 || in_.zero_stage == 2); }
+  bool Zero3() const { return in_.dp > 1 && in_.zero_stage >= 3; }
+  OpKind GradSyncKind() const { return in_.zero_stage == 0 ? DP_ALL_REDUCE : DP_REDUCE_SCATTER; }
   double ChunkParams(int chunk) const {
     return ChunkParamsPerGpu(in_.layer.shape.model, in_.layer.shape.tp, chunk * in_.pp + stage_,
                              v_total_);
   }
+  // Parameters of one layer's DP bucket on this GPU: its TP shard, plus the embedding with the
+  // model's first layer and the tied head with its last (so a chunk's buckets sum to ChunkParams).
+  double LayerBucketParams(int layer) const {
+    const ModelSpec& m = in_.layer.shape.model;
+    double params = LayerParams(m);
+    if (layer == 0) params += EmbeddingParams(m);
+    if (layer == in_.layers - 1) params += EmbeddingParams(m);
+    return params / in_.layer.shape.tp;
+  }
+
+  // `phase`: the pass it serves (a ZeRO 3 gather before a backward is BACKWARD).
+  Op DpLayerOp(OpKind kind, int chunk, int layer, int microbatch, Phase phase) const {
+    Op op = DpOpOfBytes(kind, chunk, kActivationBytes * LayerBucketParams(layer));
+    op.set_phase(phase);
+    op.set_layer(layer);
+    op.set_microbatch(microbatch);
+    return op;
+  }
 
   Op DpOp(OpKind kind, int chunk) const {
-    const double bytes = kActivationBytes * ChunkParams(chunk);
+    return DpOpOfBytes(kind, chunk, kActivationBytes * ChunkParams(chunk));
+  }
+
+  Op DpOpOfBytes(OpKind kind, int chunk, double bytes) const {
     Op op = MakeOp(kind, DP_COMM, kind == DP_ALL_GATHER ? FORWARD : BACKWARD, NETWORK,
-                   CostModel::RingCollectiveTime(kind, in_.dp, bytes, in_.dp_link));
+                   in_.layer.cost->DpCollectiveTime(kind, in_.dp, bytes, in_.dp_link));
     op.set_comm_bytes(bytes);
     op.set_group(DP_GROUP);
     op.set_chunk(chunk);
@@ -122,7 +148,7 @@ class StageBuilder {
     if (in_.zero_stage >= 1) local_params /= in_.dp;
     const OpCost opt = OptimizerCost(local_params);
     Op op = MakeOp(OPTIMIZER_STEP, COMPUTE, OPTIMIZER, CLOSED_FORM,
-                   in_.layer.cost->ComputeTime(OPTIMIZER_STEP, opt.flops, opt.bytes));
+                   in_.layer.cost->OptimizerStepTime(local_params, in_.data_pipeline_overlap));
     op.set_mem_bytes(opt.bytes);
     w_.Chain(std::move(op));
   }
@@ -143,27 +169,69 @@ class StageBuilder {
     if (!in_.overlap_pp) w_.AlsoWaitFor(id);
   }
 
-  void EmitCompute(const ScheduleUnit& u) {
+  // One unit's layers. first_forward: the chunk's first forward (waits for the per-layer
+  // prefetched gathers of ZeRO 1/2). last_backward: the chunk's last backward (per-layer gradient
+  // buckets with overlap.dp). ZeRO 3 gathers each layer's parameters before its forward and its
+  // backward (the next layer's gather prefetched with overlap.dp) and reduce-scatters its
+  // gradients after its backward, every micro-batch (DeepSpeed's stage 3).
+  void EmitCompute(const ScheduleUnit& u, bool first_forward, bool last_backward) {
     const int g = VirtualStage(u);
     const int first_layer = g * layers_per_chunk_;
     OpPlace place{u.microbatch, u.chunk, -1};
-    if (u.forward) {
-      if (g == 0) EmitEmbedding(w_, in_.layer, FORWARD, place);
-      for (int l = 0; l < layers_per_chunk_; ++l) {
-        place.layer = first_layer + l;
-        EmitLayer(w_, in_.layer, FORWARD, place);
-      }
-      place.layer = -1;
-      if (g == v_total_ - 1) EmitHead(w_, in_.layer, FORWARD, place);
-    } else {
-      if (g == v_total_ - 1) EmitHead(w_, in_.layer, BACKWARD, place);
-      for (int l = layers_per_chunk_ - 1; l >= 0; --l) {
-        place.layer = first_layer + l;
-        EmitLayer(w_, in_.layer, BACKWARD, place);
-      }
-      place.layer = -1;
-      if (g == 0) EmitEmbedding(w_, in_.layer, BACKWARD, place);
+    std::vector<int> order(layers_per_chunk_);
+    for (int l = 0; l < layers_per_chunk_; ++l) {
+      order[l] = u.forward ? first_layer + l : first_layer + layers_per_chunk_ - 1 - l;
     }
+    // Compute beside overlapped DP collectives runs slower (NCCL takes SMs and HBM bandwidth):
+    // every unit under ZeRO 3, the chunk's first forward (parameter gathers) and last backward
+    // (gradient buckets) otherwise.
+    LayerContext ctx = in_.layer;
+    const bool beside_dp =
+        in_.dp > 1 && in_.overlap_dp &&
+        (Zero3() || (first_forward && GatherOnce()) || last_backward);
+    if (beside_dp) ctx.compute_scale *= 1 + ctx.cost->constants().overlap_slowdown;
+    if (u.forward && g == 0) EmitEmbedding(w_, ctx, FORWARD, place);
+    if (!u.forward && g == v_total_ - 1) EmitHead(w_, ctx, BACKWARD, place);
+    // DeepSpeed releases a layer's parameters after each forward, so with full recompute the
+    // backward gathers them twice: for the recomputed forward and for the backward itself.
+    const int gathers = !u.forward && in_.layer.recompute == RECOMPUTE_FULL ? 2 : 1;
+    const Phase pass = u.forward ? FORWARD : BACKWARD;
+    auto post_gathers = [&](int layer) {
+      std::vector<uint32_t> ids;
+      for (int k = 0; k < gathers; ++k) {
+        ids.push_back(w_.Add(DpLayerOp(DP_ALL_GATHER, u.chunk, layer, u.microbatch, pass),
+                             w_.frontier()));
+      }
+      return ids;
+    };
+    std::vector<uint32_t> next_gathers;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const int layer = order[i];
+      if (Zero3() && !in_.overlap_dp) {
+        for (int k = 0; k < gathers; ++k) {
+          w_.Chain(DpLayerOp(DP_ALL_GATHER, u.chunk, layer, u.microbatch, pass));
+        }
+      } else if (Zero3()) {
+        const std::vector<uint32_t> mine = i == 0 ? post_gathers(layer) : next_gathers;
+        if (i + 1 < order.size()) next_gathers = post_gathers(order[i + 1]);
+        for (uint32_t id : mine) w_.AlsoWaitFor(id);
+      } else if (first_forward && GatherOnce() && in_.overlap_dp) {
+        w_.AlsoWaitFor(prefetched_.at(layer));
+      }
+      place.layer = layer;
+      EmitLayer(w_, ctx, u.forward ? FORWARD : BACKWARD, place);
+      const bool bucket = in_.dp > 1 && !u.forward && (Zero3() || (last_backward && in_.overlap_dp));
+      if (bucket) {
+        const OpKind kind = Zero3() ? DP_REDUCE_SCATTER : GradSyncKind();
+        const uint32_t id =
+            w_.Add(DpLayerOp(kind, u.chunk, layer, u.microbatch, BACKWARD), w_.frontier());
+        grad_syncs_.push_back(id);
+        if (!in_.overlap_dp) w_.AlsoWaitFor(id);
+      }
+    }
+    place.layer = -1;
+    if (u.forward && g == v_total_ - 1) EmitHead(w_, ctx, FORWARD, place);
+    if (!u.forward && g == 0) EmitEmbedding(w_, ctx, BACKWARD, place);
   }
 
   const int stage_;
@@ -174,6 +242,7 @@ class StageBuilder {
   uint32_t unit_first_op_ = 0;
   uint32_t unit_last_op_ = 0;
   std::vector<uint32_t> grad_syncs_;
+  std::map<int, uint32_t> prefetched_;  // ZeRO 1/2 with overlap.dp: layer -> its all-gather
 };
 
 }  // namespace

@@ -7,11 +7,16 @@
 // sends of a round (ScheduleUnit::round) and the receives of the next round are posted together
 // when the round's compute ends, and the next round waits for all of them
 // (send_forward_recv_backward and friends). Tags: PpTag below, identical on both sides.
-// DP (overlap.dp), for dp > 1: ZeRO 0 all-reduces a chunk's gradients after its last backward;
-// ZeRO 1/2 reduce-scatters them there and all-gathers the chunk's parameters before its first
-// forward. Overlapped, they run on DP_COMM beside compute (the all-gathers all posted at step start,
-// so chunk 0's is the prefetch and the others hide under earlier chunks); not overlapped, compute
-// waits for each. OPTIMIZER_STEP waits for every DP collective.
+// DP, for dp > 1. Not overlapped (overlap.dp false): ZeRO 0 all-reduces a chunk's gradients after
+// its last backward, ZeRO 1/2 reduce-scatter them there and all-gather the chunk's parameters
+// before its first forward, and compute waits for each. Overlapped: the same per layer (Megatron's
+// gradient buckets and overlapped parameter gather) on DP_COMM beside compute: every layer's
+// gradient collective as its last backward ends, every layer's all-gather posted at step start in
+// order of first use (so only the first is exposed). ZeRO 3 (DeepSpeed): every forward and backward
+// of a layer first all-gathers its parameters (overlapped: the next layer's gather is prefetched
+// while this one runs) and every backward reduce-scatters its gradients.
+// OPTIMIZER_STEP waits for every DP collective; it carries the optimizer update and the per-step
+// host time (CostModel::OptimizerStepTime).
 // Not thread-safe per output; independent stages may be built concurrently.
 #pragma once
 
@@ -32,6 +37,7 @@ struct StageInputs {
   int zero_stage = 0;
   bool overlap_pp = true;
   bool overlap_dp = true;
+  bool data_pipeline_overlap = true;  // training.data_pipeline_overlap
   // Uncontended PP transfer time from this stage to stage j (pp_send_s[j]) and from j to this
   // stage (pp_recv_s[j]).
   std::vector<double> pp_send_s, pp_recv_s;

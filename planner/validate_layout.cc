@@ -31,8 +31,8 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
                                 ": must divide model.layers (" + Num(m.layers()) +
                                 ") so every model chunk has the same layers");
   }
-  MS_CHECK_FIELD(l->zero_stage() >= 0 && l->zero_stage() <= 2, "layout.zero_stage", l->zero_stage(),
-                 "must be 0, 1 or 2");
+  MS_CHECK_FIELD(l->zero_stage() >= 0 && l->zero_stage() <= 3, "layout.zero_stage", l->zero_stage(),
+                 "must be 0, 1, 2 or 3");
   // Write defaults explicitly so a resolved scenario prints completely.
   l->set_tp(l->tp());
   l->set_pp(l->pp());
@@ -47,6 +47,9 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   o->set_dp(o->dp());
   o->set_pp(o->pp());
   o->set_tp(o->tp());
+  KernelSpec* k = l->mutable_kernels();
+  k->set_flash_attention(k->flash_attention());
+  k->set_fused_elementwise(k->fused_elementwise());
   return Status::Ok();
 }
 
@@ -72,6 +75,7 @@ Status ResolveTraining(const LayoutSpec& l, TrainingSpec* t) {
   t->set_micro_batch(t->micro_batch());
   t->set_optimizer(t->optimizer());
   t->set_steps(t->steps());
+  t->set_data_pipeline_overlap(t->data_pipeline_overlap());
   return Status::Ok();
 }
 

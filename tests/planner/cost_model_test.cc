@@ -1,3 +1,6 @@
+// The cost model's figures against hand computation: GEMM shape efficiency (tiles, waves, k loop),
+// attention (executed FLOPs, sliding window, unfused scores), memory-bound ops, NCCL bus-bandwidth
+// formulas inside and across nodes, optimizer and per-step time.
 #include "planner/cost_model.h"
 
 #include <gtest/gtest.h>
@@ -11,21 +14,136 @@ namespace {
 
 const ClusterSpec kA100 = testing::A100Cluster(16, NONBLOCKING);
 
-TEST(CostModel, RooflineTakesTheSlowerOfComputeAndMemory) {
-  const CostModel cost(kA100);
-  // 1 TFLOP GEMM: compute-bound at 0.75 x 312 TFLOP/s.
-  EXPECT_DOUBLE_EQ(cost.ComputeTime(QKV_GEMM, 1e12, 1e9), 1e12 / (312e12 * 0.75));
-  EXPECT_DOUBLE_EQ(cost.ComputeTime(ATTENTION, 1e12, 1e9), 1e12 / (312e12 * 0.6));
-  // Element-wise: bytes over HBM bandwidth.
-  EXPECT_DOUBLE_EQ(cost.ComputeTime(GELU, 0, 2039e6), 1e-3);
-  CostConstants slow;
-  slow.gemm_efficiency = 0.5;
-  EXPECT_DOUBLE_EQ(CostModel(kA100, slow).ComputeTime(QKV_GEMM, 156e12, 0), 1.0);
+// Round constants so hand computations stay readable.
+CostConstants Simple() {
+  CostConstants c;
+  c.gpu = "A100";
+  c.gemm_efficiency = 0.5;
+  c.attention_efficiency = 0.5;
+  c.network_efficiency = 0.5;
+  c.network_step_latency_s = 1e-6;
+  c.step_overhead_s = 0.1;
+  c.sms = 108;
+  c.hbm_efficiency = 0.5;
+  c.nvlink_efficiency = 0.5;
+  c.kernel_overhead_s = 1e-6;
+  c.data_loading_s = 0.25;
+  return c;
 }
 
-TEST(CostModel, TpRingInClosedForm) {
-  const CostModel cost(kA100);
-  const double one_pass = 7 * 0.5e-6 + 7.0 / 8 * 100e6 / 300e9;
+TEST(CostModel, RooflineTakesTheSlowerOfComputeAndMemory) {
+  const CostModel cost(kA100, Simple());
+  EXPECT_DOUBLE_EQ(cost.ComputeTime(QKV_GEMM, 1e12, 1e9), 1e12 / (312e12 * 0.5));
+  EXPECT_DOUBLE_EQ(cost.ComputeTime(GELU, 0, 2039e6), 1e-3);
+  // Element-wise kernels stream at the achievable bandwidth plus one kernel ramp.
+  EXPECT_DOUBLE_EQ(cost.MemoryBoundTime(2039e6), 1e-6 + 2039e6 / (2039e9 * 0.5));
+}
+
+TEST(CostModel, GemmOfOneFullWaveRunsAtTheCalibratedEfficiency) {
+  const CostModel cost(kA100, Simple());
+  // 9 x 12 tiles of 256 x 128 = 108 tiles: one full wave on 108 SMs, no partial tile.
+  const double m = 256 * 9, n = 128 * 12, k = 4096;
+  const double factor = k / (k + 64);  // the k loop's ramp
+  EXPECT_NEAR(cost.GemmTime(m, n, k), 1e-6 + 2 * m * n * k / (312e12 * 0.5 * factor), 1e-12);
+}
+
+TEST(CostModel, OneRowMoreSpillsIntoASecondWave) {
+  const CostModel cost(kA100, Simple());
+  const double n = 128 * 12, k = 4096;
+  // m = 2305: the best tile is 128 x 128 (0.9 of the big tile's throughput): 19 x 12 = 228 tiles
+  // in 3 waves of 108, (2305 x 1536) / (228 x 128 x 128) of each tile useful.
+  const double m = 2305;
+  const double tiles = 19 * 12;
+  const double factor = 0.9 * (m * n) / (tiles * 128 * 128) * tiles / (3 * 108) * k / (k + 64);
+  EXPECT_NEAR(cost.GemmTime(m, n, k), 1e-6 + 2 * m * n * k / (312e12 * 0.5 * factor), 1e-12);
+  // 0.04% more FLOPs, more than 40% more time.
+  EXPECT_GT(cost.GemmTime(m, n, k), 1.4 * cost.GemmTime(m - 1, n, k));
+}
+
+TEST(CostModel, SkinnyGemmsAreSlowerPerFlop) {
+  const CostModel cost(kA100, Simple());
+  const double big = cost.GemmTime(8192, 8192, 8192) / (2.0 * 8192 * 8192 * 8192);
+  const double skinny = cost.GemmTime(8192, 8192, 128) / (2.0 * 8192 * 8192 * 128);
+  const double tiny = cost.GemmTime(64, 64, 64) / (2.0 * 64 * 64 * 64);
+  EXPECT_GT(skinny, 1.3 * big);
+  EXPECT_GT(tiny, 10 * big);
+}
+
+OpShape Shape175B(int window, bool flash) {
+  OpShape s;
+  s.model = LookupModelPreset("gpt-175b").value();
+  s.model.set_sliding_window(window);
+  s.micro_batch = 1;
+  s.tp = 8;
+  s.sequence_parallel = true;
+  s.flash_attention = flash;
+  return s;
+}
+
+TEST(CostModel, FlashAttentionRunsTheExecutedFlops) {
+  const CostModel cost(kA100, Simple());
+  const OpShape full = Shape175B(0, true);
+  const AttentionWork w = AttentionWorkOf(full);
+  // Causal: half of Megatron's counted s x s.
+  EXPECT_DOUBLE_EQ(w.executed_flops, w.counted_flops / 2);
+  EXPECT_DOUBLE_EQ(w.counted_flops, ComputeOpCost(ATTENTION, FORWARD, full).flops);
+  EXPECT_NEAR(cost.AttentionTime(FORWARD, full), 1e-6 + w.executed_flops / (312e12 * 0.5), 1e-12);
+  // The backward recomputes the scores: 2.5 x the forward's work.
+  EXPECT_NEAR(cost.AttentionTime(BACKWARD, full) - 1e-6,
+              2.5 * (cost.AttentionTime(FORWARD, full) - 1e-6), 1e-12);
+}
+
+TEST(CostModel, SlidingWindowCostsSTimesW) {
+  const CostModel cost(kA100, Simple());
+  const double s = 2048;
+  for (int w : {512, 1024}) {  // narrower windows turn memory-bound
+    // Query i sees min(i + 1, w) keys: s w - w^2 / 2 pairs, against s^2 / 2 for full attention.
+    const double ratio = (s * w - w * w / 2.0) / (s * s / 2);
+    const double full = cost.AttentionTime(FORWARD, Shape175B(0, true)) - 1e-6;
+    EXPECT_NEAR(cost.AttentionTime(FORWARD, Shape175B(w, true)) - 1e-6, ratio * full, 1e-12)
+        << "window " << w;
+  }
+}
+
+TEST(CostModel, UnfusedAttentionWritesTheScoresToHbm) {
+  const CostModel cost(kA100, Simple());
+  const OpShape fused = Shape175B(0, true), unfused = Shape175B(0, false);
+  const AttentionWork w = AttentionWorkOf(unfused);
+  // 16 heads per GPU x 2048 x 2048 scores; softmax and dropout stream them.
+  EXPECT_DOUBLE_EQ(w.score_elements, 16.0 * 2048 * 2048);
+  EXPECT_DOUBLE_EQ(ComputeOpCost(ATTENTION, FORWARD, unfused).bytes -
+                       ComputeOpCost(ATTENTION, FORWARD, fused).bytes,
+                   w.score_elements * (kUnfusedScoreBytesForward + 4));
+  EXPECT_GT(cost.AttentionTime(FORWARD, unfused),
+            cost.MemoryBoundTime(w.score_elements * kUnfusedScoreBytesForward));
+  EXPECT_GT(cost.AttentionTime(FORWARD, unfused), cost.AttentionTime(FORWARD, fused));
+  EXPECT_GT(cost.AttentionTime(BACKWARD, unfused), cost.AttentionTime(FORWARD, unfused));
+}
+
+TEST(CostModel, UnfusedElementwiseMakesTwoPasses) {
+  const CostModel cost(kA100, Simple());
+  OpShape fused = Shape175B(0, true), unfused = fused;
+  unfused.fused_elementwise = false;
+  const double bytes = ComputeOpCost(GELU, FORWARD, fused).bytes;
+  EXPECT_DOUBLE_EQ(ComputeOpCost(GELU, FORWARD, unfused).bytes, 2 * bytes);
+  EXPECT_DOUBLE_EQ(cost.OpTime(GELU, FORWARD, unfused), 2 * cost.OpTime(GELU, FORWARD, fused));
+}
+
+TEST(CostModel, OpTimeOfAGemmSumsItsGemms) {
+  const CostModel cost(kA100, Simple());
+  const OpShape s = Shape175B(0, true);
+  // FFN up, tp 8: [2048 x 12288] x [12288 x 6144]; backward: dX [2048 x 6144]x[6144 x 12288],
+  // dW [12288 x 2048]x[2048 x 6144].
+  EXPECT_DOUBLE_EQ(cost.OpTime(FFN_UP_GEMM, FORWARD, s), cost.GemmTime(2048, 6144, 12288));
+  EXPECT_DOUBLE_EQ(cost.OpTime(FFN_UP_GEMM, BACKWARD, s),
+                   cost.GemmTime(2048, 12288, 6144) + cost.GemmTime(12288, 6144, 2048));
+  EXPECT_DOUBLE_EQ(cost.OpTime(FFN_UP_GEMM, RECOMPUTE, s), cost.OpTime(FFN_UP_GEMM, FORWARD, s));
+}
+
+TEST(CostModel, TpRingBusBandwidthInsideTheNode) {
+  const CostModel cost(kA100, Simple());
+  // NVLink 300 GB/s each way at 50% bus efficiency; 0.5 us per ring step.
+  const double one_pass = 7 * 0.5e-6 + 7.0 / 8 * 100e6 / (300e9 * 0.5);
   EXPECT_DOUBLE_EQ(cost.TpCollectiveTime(TP_ALL_GATHER, 8, 100e6), one_pass);
   EXPECT_DOUBLE_EQ(cost.TpCollectiveTime(TP_REDUCE_SCATTER, 8, 100e6), one_pass);
   EXPECT_DOUBLE_EQ(cost.TpCollectiveTime(TP_ALL_REDUCE, 8, 100e6), 2 * one_pass);
@@ -36,11 +154,22 @@ TEST(CostModel, DpRingAndP2pFollowPlanProto) {
   const LinkFigures link{25e9, 2e-6};
   EXPECT_DOUBLE_EQ(CostModel::RingCollectiveTime(DP_REDUCE_SCATTER, 4, 1e9, link),
                    3 * 2e-6 + 0.75e9 / 25e9);
-  EXPECT_DOUBLE_EQ(CostModel::RingCollectiveTime(DP_ALL_GATHER, 4, 1e9, link),
-                   3 * 2e-6 + 0.75e9 / 25e9);
   EXPECT_DOUBLE_EQ(CostModel::RingCollectiveTime(DP_ALL_REDUCE, 4, 1e9, link),
                    6 * 2e-6 + 1.5e9 / 25e9);
   EXPECT_DOUBLE_EQ(CostModel::P2pTime(1e6, link), 2e-6 + 1e6 / 25e9);
+  // NCCL over the NICs: bandwidth x network efficiency, latency + its per-step latency.
+  const CostModel cost(kA100, Simple());
+  EXPECT_DOUBLE_EQ(cost.DpCollectiveTime(DP_ALL_GATHER, 4, 1e9, link),
+                   3 * 3e-6 + 0.75e9 / 12.5e9);
+  EXPECT_DOUBLE_EQ(cost.PpTime(1e6, link), 3e-6 + 1e6 / 12.5e9);
+}
+
+TEST(CostModel, OptimizerStepStreamsTheStatesAndPaysTheStepOverhead) {
+  const CostModel cost(kA100, Simple());
+  const double update = 1e-6 + 28.0 * 1e9 / (2039e9 * 0.5);
+  EXPECT_DOUBLE_EQ(cost.OptimizerStepTime(1e9, true), update + 0.1);
+  // Without data-pipeline overlap every step also waits for its batch.
+  EXPECT_DOUBLE_EQ(cost.OptimizerStepTime(1e9, false), update + 0.1 + 0.25);
 }
 
 TEST(CostModel, RoutesBetweenNodesAreNicLimited) {
@@ -60,6 +189,11 @@ TEST(OpCosts, GemmsByHandAndBackwardDoubles) {
   EXPECT_DOUBLE_EQ(qkv.bytes, 2 * (T * h + h * 3 * h / 4 + T * 3 * h / 4));
   const OpCost qkv_b = ComputeOpCost(QKV_GEMM, BACKWARD, shape);
   EXPECT_DOUBLE_EQ(qkv_b.flops, 2 * qkv.flops);
+  const std::vector<GemmDims> g = OpGemms(QKV_GEMM, BACKWARD, shape);
+  ASSERT_EQ(g.size(), 2u);
+  double flops = 0;
+  for (const GemmDims& d : g) flops += 2 * d.m * d.n * d.k * d.batch;
+  EXPECT_DOUBLE_EQ(flops, qkv_b.flops);
   const OpCost attn = ComputeOpCost(ATTENTION, FORWARD, shape);
   EXPECT_DOUBLE_EQ(attn.flops, 4 * T * 256 * h / 4);
   EXPECT_EQ(ComputeOpCost(ATTENTION, RECOMPUTE, shape).flops, attn.flops);
@@ -67,6 +201,9 @@ TEST(OpCosts, GemmsByHandAndBackwardDoubles) {
   EXPECT_DOUBLE_EQ(ComputeOpCost(LAYERNORM, FORWARD, shape).bytes, 2 * 2 * T / 4 * h);
   EXPECT_EQ(ComputeOpCost(LAYERNORM, FORWARD, shape).flops, 0);
   EXPECT_DOUBLE_EQ(TpActivationBytes(shape), 2 * T * h);
+  EXPECT_DOUBLE_EQ(PpActivationBytes(shape), 2 * T * h / 4);
+  // Without SP Megatron's scatter/gather still sends 1/t of the activations per GPU.
+  shape.sequence_parallel = false;
   EXPECT_DOUBLE_EQ(PpActivationBytes(shape), 2 * T * h / 4);
 }
 

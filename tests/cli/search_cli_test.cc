@@ -1,0 +1,126 @@
+// `megascale plan` with a search block, the inverse question and `megascale sweep`, through the
+// binary: the JSON names, the exit codes of impossible requests, the CSV and the SVG.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_runner.h"
+
+namespace megascale {
+namespace {
+
+using nlohmann::json;
+using testing::RunCli;
+using testing::Slurp;
+using testing::WriteTemp;
+
+// gpt-1.3b on 64 GPUs: small enough that the search and its full re-evaluation take a second.
+const char* kSmall = R"(
+name: "search-small"
+cluster { gpu: "A100" num_gpus: 64 }
+model { preset: "gpt-1.3b" }
+training { global_batch: 128 }
+)";
+
+TEST(SearchCli, PlanPrintsTopKWithTheFieldsOfAPlan) {
+  const std::string path = WriteTemp("search_small.textproto",
+                                     std::string(kSmall) + "search { enabled: true top_k: 3 }");
+  auto r = RunCli("plan --json --bench " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["layouts"].size(), 3u);
+  double previous = 0;
+  for (const json& l : j["layouts"]) {
+    for (const char* key : {"iteration_time_s", "mfu", "tflops_per_gpu", "tokens_per_s", "breakdown",
+                            "memory_per_gpu_gb", "layout"}) {
+      EXPECT_TRUE(l.contains(key)) << key;
+    }
+    const json& layout = l["layout"];
+    EXPECT_EQ(layout["tp"].get<int>() * layout["pp"].get<int>() * layout["dp"].get<int>(), 64);
+    EXPECT_LE(l["memory_per_gpu_gb"].get<double>(), 80 * 0.9);
+    EXPECT_GE(l["iteration_time_s"].get<double>(), previous);
+    previous = l["iteration_time_s"].get<double>();
+  }
+  EXPECT_EQ(j["search"]["candidates"].get<int64_t>(),
+            j["search"]["estimated"].get<int64_t>() + [&] {
+              int64_t n = 0;
+              for (const auto& [rule, count] : j["search"]["rejected"].items()) n += count.get<int64_t>();
+              return n;
+            }());
+  EXPECT_NE(r.err.find("configs/s"), std::string::npos) << r.err;
+}
+
+TEST(SearchCli, ModelThatDoesNotFitExitsTwoNamingMemory) {
+  const std::string path = WriteTemp("search_nofit.textproto", R"(
+    name: "nofit" cluster { gpu: "A100" num_gpus: 8 }
+    model { preset: "gpt-175b" } training { global_batch: 8 } search { enabled: true })");
+  auto r = RunCli("plan " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("by memory per GPU"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("closest miss"), std::string::npos) << r.err;
+}
+
+TEST(SearchCli, ImpossibleDeadlineExitsTwoWithTheBestAchievable) {
+  const std::string path = WriteTemp("search_deadline.textproto",
+                                     std::string(kSmall) +
+                                         "search { enabled: true token_budget: 1e12 deadline_days: 1 }");
+  auto r = RunCli("plan " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("search.deadline_days = 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot be met within the GPU budget"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("days for the token budget"), std::string::npos) << r.err;
+}
+
+TEST(SearchCli, InverseQuestionFindsTheSmallestClusterThatMeetsTheDeadline) {
+  // 20B tokens of the 1.3B model take about 1.4 days on 8 GPUs at ~60% MFU (6 x 1.3e9 x 2e10
+  // FLOPs / (8 x 312e12 x 0.6)), so about 0.7 days on 16 and 0.35 on 32: a half-day deadline
+  // needs 32 GPUs.
+  const std::string path = WriteTemp("search_inverse.textproto",
+                                     std::string(kSmall) +
+                                         "search { enabled: true token_budget: 2e10 deadline_days: 0.5 }");
+  auto r = RunCli("plan --json " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  const json& inv = j["inverse"];
+  EXPECT_EQ(inv["gpus"].get<int>(), 32);
+  EXPECT_LE(inv["days"].get<double>(), 0.5);
+  // days = tokens / (tokens per step / step time).
+  const json& best = j["layouts"][0];
+  EXPECT_NEAR(inv["days"].get<double>(), 2e10 / best["tokens_per_s"].get<double>() / 86400,
+              1e-6 * inv["days"].get<double>());
+}
+
+TEST(SweepCli, WritesCsvAndSvgWithOnePointPerGpuCount) {
+  const std::string path = WriteTemp("sweep.textproto", std::string(kSmall) +
+                                                            "layout { tp: 2 pp: 2 dp: 16 zero_stage: 1 }");
+  const std::string csv = ::testing::TempDir() + "/sweep_test.csv";
+  const std::string svg = ::testing::TempDir() + "/sweep_test.svg";
+  auto r = RunCli("sweep " + path + " --gpus 16,32,64 --csv " + csv + " --svg " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string table = Slurp(csv);
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 4) << table;  // header + 3 points
+  EXPECT_EQ(table.rfind("gpus,global_batch,tp,pp,", 0), 0u);
+  EXPECT_NE(table.find("\n64,128,2,2,1,16,"), std::string::npos) << table;
+  const std::string plot = Slurp(svg);
+  EXPECT_EQ(plot.rfind("<svg", 0), 0u);
+  EXPECT_NE(plot.find("MFU (%)"), std::string::npos);
+  EXPECT_NE(plot.find("step time (s)"), std::string::npos);
+  // Two series, three markers each.
+  size_t markers = 0;
+  for (size_t at = plot.find("<circle"); at != std::string::npos; at = plot.find("<circle", at + 1)) ++markers;
+  EXPECT_EQ(markers, 2u * 3 + 2);  // + one marker per legend entry
+}
+
+TEST(SweepCli, PointWithoutALayoutNamesThePointAndLeavesNoFile) {
+  const std::string path = WriteTemp("sweep_bad.textproto", std::string(kSmall) +
+                                                                "layout { tp: 2 pp: 2 dp: 16 }");
+  const std::string csv = ::testing::TempDir() + "/sweep_bad.csv";
+  auto r = RunCli("sweep " + path + " --gpus 24 --csv " + csv + " --svg " + csv + ".svg");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("sweep point 24 GPUs, global batch 128"), std::string::npos) << r.err;
+  EXPECT_FALSE(testing::FileExists(csv));
+}
+
+}  // namespace
+}  // namespace megascale
