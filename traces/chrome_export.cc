@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
@@ -108,6 +109,12 @@ void WriteEvent(const TraceEvent& e, ChromeWriter* w) {
   AppendInt(e.chunk(), &b);
   b.append(",\"collective_seq\":");
   AppendInt(e.collective_seq(), &b);
+  b.append(",\"group\":");
+  AppendInt(e.group(), &b);
+  if (e.has_stage()) {
+    b.append(",\"stage\":");
+    AppendInt(e.stage(), &b);
+  }
   b.append("}}");
   w->MaybeFlush();
 }
@@ -129,6 +136,17 @@ void WriteStatus(const RankStatus& s, ChromeWriter* w) {
   w->MaybeFlush();
 }
 
+// The run's end, as a global instant: where the run stopped, and how many steps it completed.
+void WriteRunEnd(const RunEnd& end, ChromeWriter* w) {
+  nlohmann::json args = {{"failed", end.failed()}};
+  if (end.has_steps_completed()) args["steps_completed"] = end.steps_completed();
+  w->Begin();
+  std::string& b = w->buf();
+  b.append("{\"name\":\"run_end\",\"cat\":\"run\",\"ph\":\"i\",\"s\":\"g\",\"ts\":");
+  AppendMicros(end.end_ns(), &b);
+  b.append(",\"pid\":0,\"tid\":0,\"args\":").append(args.dump()).append("}");
+}
+
 void WriteMetadata(const std::string& name, int pid, const int* tid, const nlohmann::json& args,
                    ChromeWriter* w) {
   nlohmann::json m = {{"name", name}, {"ph", "M"}, {"pid", pid}, {"args", args}};
@@ -146,10 +164,18 @@ Status ExportChromeTrace(const std::string& trace_path, const std::string& json_
   MS_RETURN_IF_ERROR(file.Open());
   ChromeWriter w(&file);
   w.buf().append("{\"displayTimeUnit\":\"ns\",\"otherData\":");
+  // The whole header rides along, so that trace_import.h reads the JSON back into the same trace.
+  std::string header_json;
+  google::protobuf::util::JsonPrintOptions json_options;
+  json_options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(header, &header_json, json_options).ok()) {
+    header_json = "{}";
+  }
   w.buf().append(nlohmann::json({{"source", header.source()},
                                  {"scenario_name", header.scenario_name()},
                                  {"world_size", header.world_size()},
-                                 {"gpu", header.gpu()}})
+                                 {"gpu", header.gpu()},
+                                 {"header", nlohmann::json::parse(header_json)}})
                      .dump());
   w.buf().append(",\"traceEvents\":[");
 
@@ -168,6 +194,8 @@ Status ExportChromeTrace(const std::string& trace_path, const std::string& json_
     } else if (record.has_status()) {
       ranks.insert(record.status().rank());
       WriteStatus(record.status(), &w);
+    } else if (record.has_end()) {
+      WriteRunEnd(record.end(), &w);
     }
   }
   // Metadata last: the order of traceEvents does not matter to the viewers.

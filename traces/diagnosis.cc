@@ -5,7 +5,10 @@
 
 #include "planner/layout.h"
 #include "planner/metrics.h"
+#include "traces/drift.h"
+#include "traces/hang_locator.h"
 #include "traces/rank_timeline.h"
+#include "traces/slow_links.h"
 #include "traces/trace_io.h"
 
 namespace megascale {
@@ -38,6 +41,13 @@ struct DiagnosisEngine::State {
   int op_failures = 0;                        // OP_TIMEOUT and OP_FAILED statuses
   int64_t first_op_failure_ns = INT64_MAX;
   std::optional<RunEnd> end;
+  HangLocator hang;
+  std::unique_ptr<SlowLinkLocator> links;     // needs the layout
+
+  int StageOf(const TraceEvent& e) const {
+    if (e.has_stage()) return e.stage();
+    return layout && e.rank() < layout->world_size() ? layout->CoordsOf(e.rank()).pp : 0;
+  }
 
   void Grow(int rank) {
     if (rank < static_cast<int>(timelines.size())) return;
@@ -60,6 +70,8 @@ void DiagnosisEngine::OnHeader(const TraceHeader& header) {
     spec.set_dp(header.dp());
     spec.set_rank_order(header.rank_order());
     state_->layout.emplace(spec);
+    state_->links = std::make_unique<SlowLinkLocator>(&*state_->layout, header.pp(),
+                                                      std::max(1, header.virtual_stages()));
   }
   if (header.world_size() > 0 && header.world_size() <= kMaxRanks) {
     state_->Grow(header.world_size() - 1);
@@ -70,7 +82,10 @@ void DiagnosisEngine::OnEvent(const TraceEvent& e) {
   State& s = *state_;
   if (e.rank() < 0 || e.rank() >= kMaxRanks || e.step() < 0 || e.step() >= kMaxSteps) return;
   s.Grow(e.rank());
-  if (e.has_stage()) s.stage[e.rank()] = e.stage();
+  const int stage = s.StageOf(e);
+  s.stage[e.rank()] = stage;
+  s.hang.OnEvent(e, stage);
+  if (s.links) s.links->OnEvent(e, stage);
   if (e.step() >= static_cast<int>(s.step_end_ns.size())) {
     s.step_end_ns.resize(e.step() + 1, INT64_MIN);
   }
@@ -87,6 +102,7 @@ void DiagnosisEngine::OnEvent(const TraceEvent& e) {
 
 void DiagnosisEngine::OnStatus(const RankStatus& status) {
   State& s = *state_;
+  s.hang.OnStatus(status);
   if (status.kind() == RankStatus::HEARTBEAT_LOST) {
     if (!s.heartbeat_lost || status.last_heartbeat_ns() < s.heartbeat_lost->last_heartbeat_ns()) {
       s.heartbeat_lost = status;
@@ -124,6 +140,53 @@ FailureFinding SilentRank(const std::vector<int64_t>& last_end_ns, int64_t run_s
 }
 
 }  // namespace
+
+void DiagnosisEngine::FindWaiters(const State& s, const std::vector<int>& stage_of, int completed,
+                                   DiagnosisReport& report) const {
+  const int ranks = static_cast<int>(stage_of.size());
+  if (completed == 0 || report.rank_breakdown.empty()) return;
+  std::map<int, std::vector<double>> by_stage;
+  // Time spent in collectives waiting for the last member to arrive (slow_links.h matches them):
+  // every rank of a synchronous step has the same window, so idle time alone does not tell who
+  // waits for whom; the peers of a slow rank wait for it inside their groups' collectives.
+  if (!s.links) return;
+  std::vector<double> wait(ranks, 0);
+  for (int r = 0; r < ranks; ++r) {
+    for (int k = 0; k < completed; ++k) wait[r] += s.links->PeerWaitS(r, k) / completed;
+  }
+  auto wait_of = [&](int r) { return wait[r]; };
+  for (int r = 0; r < ranks; ++r) {
+    if (s.last_end_ns[r] != INT64_MIN) by_stage[stage_of[r]].push_back(wait_of(r));
+  }
+  std::map<int, double> median;
+  for (const auto& [stage, v] : by_stage) median[stage] = Median(v);
+  // Only the peers of a straggler (its TP group; its DP group when tp = 1) count as waiting for
+  // it: at scale the network alone spreads the waits of unrelated ranks by more than a slow rank's.
+  std::vector<bool> straggler(ranks, false), peer(ranks, false);
+  for (const RankFinding& f : report.stragglers) straggler[f.rank] = true;
+  if (s.layout) {
+    const bool tp = s.header.tp() > 1;
+    for (const RankFinding& f : report.stragglers) {
+      if (f.rank >= s.layout->world_size()) continue;
+      for (int m : tp ? s.layout->TpGroup(f.rank) : s.layout->DpGroup(f.rank)) {
+        if (m < ranks) peer[m] = true;
+      }
+    }
+  }
+  std::vector<WaitingRank> waiting;
+  const double floor = options_.waiting_threshold * report.iteration_time_s;
+  for (int r = 0; r < ranks; ++r) {
+    if (s.last_end_ns[r] == INT64_MIN || straggler[r] || !peer[r]) continue;
+    const double m = median[stage_of[r]];
+    if (wait_of(r) - m > floor) waiting.push_back({r, stage_of[r], wait_of(r), m});
+  }
+  std::stable_sort(waiting.begin(), waiting.end(), [](const WaitingRank& a, const WaitingRank& b) {
+    return a.wait_s - a.peer_median_wait_s > b.wait_s - b.peer_median_wait_s;
+  });
+  report.waiting_count = static_cast<int>(waiting.size());
+  waiting.resize(std::min<size_t>(waiting.size(), std::max(0, options_.top_k)));
+  report.waiting = std::move(waiting);
+}
 
 DiagnosisReport DiagnosisEngine::Finish() {
   State& s = *state_;
@@ -206,6 +269,34 @@ DiagnosisReport DiagnosisEngine::Finish() {
   }
   findings.resize(std::min<size_t>(findings.size(), std::max(0, options_.top_k)));
   report.slowest = std::move(findings);
+
+  // Every rank's stage, for the analyses below.
+  std::vector<int> stage_of(ranks, 0);
+  for (int r = 0; r < ranks; ++r) {
+    stage_of[r] = s.stage[r] >= 0 ? s.stage[r] : s.layout && r < s.layout->world_size() ? s.layout->CoordsOf(r).pp : 0;
+  }
+  FindWaiters(s, stage_of, completed, report);
+
+  // Heat map and drift: per rank and completed step.
+  HeatMap& map = report.heatmap;
+  if (s.layout) {
+    map.tp = h.tp();
+    map.pp = h.pp();
+    map.dp = h.dp();
+    map.rank_order = h.rank_order();
+  }
+  map.compute_s.assign(completed, std::vector<float>(ranks, 0.0f));
+  std::vector<std::vector<int64_t>> first_start(ranks);
+  for (int r = 0; r < ranks && completed > 0; ++r) {
+    const std::vector<int64_t> by_step = s.timelines[r].ComputeNsByStep(completed);
+    for (int k = 0; k < completed; ++k) map.compute_s[k][r] = static_cast<float>(Seconds(by_step[k]));
+    first_start[r] = s.timelines[r].FirstStartNsByStep(completed);
+  }
+  report.drift = FindDrift(first_start, stage_of, options_.drift_threshold_s);
+  if (s.links) report.slow_link = s.links->Finish(completed, options_.slow_transfer_threshold);
+  if (report.run_failed) {
+    report.hang = s.hang.Finish(completed, stage_of, s.layout ? &*s.layout : nullptr);
+  }
 
   // Failure: a lost heartbeat names the rank; otherwise the rank that went silent first.
   if (s.heartbeat_lost) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "traces/diagnosis_findings.h"
 #include "traces/trace_sink.h"
 
 namespace megascale {
@@ -43,10 +44,35 @@ struct FailureFinding {
   std::string evidence;       // how it was found
 };
 
+// A rank that computes at its peers' pace but spends more of its step waiting than they do: it
+// waits for a straggler (or a slow link), it is not one.
+struct WaitingRank {
+  int rank = 0;
+  int stage = 0;
+  double wait_s = 0;               // mean time per step in collectives before their last member came
+  double peer_median_wait_s = 0;   // median of the same stage's ranks
+};
+
+// MegaScale's Figure 7: compute time per rank per completed step over the DP x PP x TP grid.
+// compute_s[step][rank]; a rank's cell is at (dp, pp, tp) = RankLayout::CoordsOf(rank).
+struct HeatMap {
+  int tp = 0, pp = 0, dp = 0;     // 0 when the trace carries no layout (then one row of ranks)
+  RankOrder rank_order = TP_DP_PP;
+  std::vector<std::vector<float>> compute_s;
+};
+
 struct DiagnosisOptions {
   // A rank whose compute exceeds its stage peers' median by more than this is a straggler.
   double straggler_threshold = 0.02;
   int top_k = 5;
+  // A rank whose wait exceeds its stage peers' median by more than this share of the step waits.
+  double waiting_threshold = 0.02;
+  // A transfer longer than its peers' median by more than this share is slow (slow_links.h).
+  // High by default: on a healthy simulated 1,024-GPU rail CLOS, persistent ECMP collisions make
+  // some ranks' every flow up to 46% slower than the median.
+  double slow_transfer_threshold = 0.5;
+  // Launch skew must grow by more than this per step (and in most steps) to be reported as drift.
+  double drift_threshold_s = 1e-3;
 };
 
 struct DiagnosisReport {
@@ -69,6 +95,17 @@ struct DiagnosisReport {
   // parts sum to the rank's mean step window (the mean step time unless the rank ran ahead of the
   // step end, see rank_timeline.h). Not in the JSON (12,288 entries at scale).
   std::vector<Breakdown> rank_breakdown;
+
+  // Deeper analyses (each in its own header; filled by Finish()).
+  std::vector<WaitingRank> waiting;          // top_k ranks that wait for others
+  int waiting_count = 0;                     // all ranks over waiting_threshold
+  HeatMap heatmap;                           // not in the JSON (ranks x steps); see HeatMapToCsv
+  std::optional<HangFinding> hang;           // hang_locator.h
+  std::optional<LinkFinding> slow_link;      // slow_links.h
+  DriftFinding drift;                        // drift.h
+  std::vector<WhatIfFinding> what_if;        // what_if.h; filled by DiagnoseInput (second pass)
+  std::optional<StepTimeline> timeline;      // a few ranks' ops in the slowest step (HTML)
+  std::vector<std::string> notes;            // what was not analysed, and why
 };
 
 class DiagnosisEngine : public TraceSink {
@@ -83,6 +120,8 @@ class DiagnosisEngine : public TraceSink {
 
  private:
   struct State;
+  void FindWaiters(const State& s, const std::vector<int>& stage_of, int completed,
+                   DiagnosisReport& report) const;
   std::unique_ptr<State> state_;
   DiagnosisOptions options_;
 };
@@ -92,5 +131,7 @@ Result<DiagnosisReport> DiagnoseTraceFile(const std::string& path, DiagnosisOpti
 // The report as JSON text (stable field names) and as a short human summary.
 std::string ReportToJson(const DiagnosisReport& report);
 std::string ReportToText(const DiagnosisReport& report);
+// The heat map as CSV: "step,rank,dp,pp,tp,compute_s", one line per rank and completed step.
+std::string HeatMapToCsv(const DiagnosisReport& report);
 
 }  // namespace megascale

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/layout.h"
 #include "traces/diagnosis.h"
 
 namespace megascale {
@@ -22,7 +23,84 @@ std::string Format(const char* fmt, double a, double b = 0, double c = 0, double
   return buf;
 }
 
+nlohmann::json HeatMapSummary(const HeatMap& m) {
+  float lo = 0, hi = 0;
+  bool any = false;
+  for (const auto& step : m.compute_s) {
+    for (float v : step) {
+      if (!any || v < lo) lo = v;
+      if (!any || v > hi) hi = v;
+      any = true;
+    }
+  }
+  return {{"tp", m.tp}, {"pp", m.pp}, {"dp", m.dp}, {"steps", m.compute_s.size()},
+          {"min_compute_s", lo}, {"max_compute_s", hi}};
+}
+
+// The analyses beyond the first cut (docs/traces.md lists the fields).
+void AddDeepFindings(const DiagnosisReport& r, nlohmann::json& j) {
+  nlohmann::json waiting = nlohmann::json::array();
+  for (const WaitingRank& w : r.waiting) {
+    waiting.push_back({{"rank", w.rank}, {"stage", w.stage}, {"wait_s", w.wait_s},
+                       {"peer_median_wait_s", w.peer_median_wait_s}});
+  }
+  j["waiting"] = waiting;
+  j["waiting_count"] = r.waiting_count;
+  j["heatmap"] = HeatMapSummary(r.heatmap);
+  j["hang"] = nullptr;
+  if (r.hang) {
+    const HangFinding& h = *r.hang;
+    j["hang"] = {{"rank", h.rank}, {"step", h.step}, {"cause", HangCauseName(h.cause)},
+                 {"collective", h.collective}, {"group", Group_Name(h.group)},
+                 {"collective_seq", h.collective_seq}, {"entered", h.entered},
+                 {"waiting_ranks", h.waiting_ranks}, {"suspects", h.suspects},
+                 {"evidence", h.evidence}};
+  }
+  j["slow_link"] = nullptr;
+  if (r.slow_link) {
+    const LinkFinding& l = *r.slow_link;
+    j["slow_link"] = {{"kind", LinkKindName(l.kind)}, {"rank", l.rank}, {"rail", l.rail},
+                      {"slow_flows", l.slow_flows}, {"flows", l.flows}, {"slowdown", l.slowdown},
+                      {"ranks", l.ranks}, {"evidence", l.evidence}};
+  }
+  j["drift"] = {{"skew_s", r.drift.skew_s}, {"slope_s_per_step", r.drift.slope_s_per_step},
+                {"drifting", r.drift.drifting}, {"latest_rank", r.drift.latest_rank}};
+  nlohmann::json what_if = nlohmann::json::array();
+  for (const WhatIfFinding& w : r.what_if) {
+    what_if.push_back({{"scope", w.scope}, {"step", w.step}, {"step_s", w.step_s},
+                       {"replayed_s", w.replayed_s}, {"healthy_s", w.healthy_s},
+                       {"slowdown", w.slowdown}, {"mfu_lost", w.mfu_lost}});
+  }
+  j["what_if"] = what_if;
+  j["notes"] = r.notes;
+}
+
 }  // namespace
+
+std::string HeatMapToCsv(const DiagnosisReport& r) {
+  const HeatMap& m = r.heatmap;
+  std::optional<RankLayout> layout;
+  if (m.tp > 0 && m.pp > 0 && m.dp > 0) {
+    LayoutSpec spec;
+    spec.set_tp(m.tp);
+    spec.set_pp(m.pp);
+    spec.set_dp(m.dp);
+    spec.set_rank_order(m.rank_order);
+    layout.emplace(spec);
+  }
+  std::string out = "step,rank,dp,pp,tp,compute_s\n";
+  char buf[128];
+  for (size_t k = 0; k < m.compute_s.size(); ++k) {
+    for (size_t rank = 0; rank < m.compute_s[k].size(); ++rank) {
+      RankCoords c;
+      if (layout && static_cast<int>(rank) < layout->world_size()) c = layout->CoordsOf(static_cast<int>(rank));
+      std::snprintf(buf, sizeof buf, "%zu,%zu,%d,%d,%d,%.9g\n", k, rank, c.dp, c.pp, c.tp,
+                    static_cast<double>(m.compute_s[k][rank]));
+      out += buf;
+    }
+  }
+  return out;
+}
 
 std::string ReportToJson(const DiagnosisReport& r) {
   nlohmann::json slowest = nlohmann::json::array();
@@ -56,6 +134,7 @@ std::string ReportToJson(const DiagnosisReport& r) {
       {"stragglers", stragglers},
       {"failure", failure},
   };
+  AddDeepFindings(r, j);
   return j.dump(2);
 }
 
@@ -89,6 +168,34 @@ std::string ReportToText(const DiagnosisReport& r) {
     if (r.stragglers.size() > 5) out += " and " + std::to_string(r.stragglers.size() - 5) + " more";
     out += " compute vs their stage's median\n";
   }
+  if (r.waiting_count > 0) {
+    out += "waiting: " + std::to_string(r.waiting_count) + " rank(s) compute at their peers' pace but wait longer";
+    if (!r.waiting.empty()) {
+      out += Format(" (most: rank %.0f, +%.3g s per step)", r.waiting[0].rank,
+                    r.waiting[0].wait_s - r.waiting[0].peer_median_wait_s);
+    }
+    out += "\n";
+  }
+  if (r.slow_link) {
+    out += std::string(LinkKindName(r.slow_link->kind)) +
+           (r.slow_link->rank >= 0 ? ": rank " + std::to_string(r.slow_link->rank) : std::string()) +
+           " (" + r.slow_link->evidence + ")\n";
+  }
+  if (r.drift.drifting) {
+    out += Format("drift: launch skew grows %.3g ms per step (last step %.3g ms; latest rank %.0f)\n",
+                  1e3 * r.drift.slope_s_per_step, 1e3 * r.drift.skew_s.back(), r.drift.latest_rank);
+  }
+  if (r.hang) {
+    out += "hang: rank " + std::to_string(r.hang->rank) + " in step " + std::to_string(r.hang->step) +
+           ", " + HangCauseName(r.hang->cause) + " (" + r.hang->evidence + ")\n";
+  }
+  for (size_t i = 0; i < r.what_if.size() && i < 3; ++i) {
+    const WhatIfFinding& w = r.what_if[i];
+    if (w.slowdown <= 0) break;
+    out += "what-if " + w.scope + Format(" healthy: step %.4g s -> %.4g s, S = %.2f%%, MFU +%.2f points\n",
+                                          w.replayed_s, w.healthy_s, 100 * w.slowdown, 100 * w.mfu_lost);
+  }
+  for (const std::string& note : r.notes) out += "note: " + note + "\n";
   if (r.failure) {
     out += "failure: rank " + std::to_string(r.failure->rank) +
            Format(", last sign of life %.3f s, detected %.3f s", r.failure->time_s,

@@ -108,4 +108,20 @@ int64_t RankTimeline::ComputeNs(int steps) const {
   return total;
 }
 
+std::vector<int64_t> RankTimeline::ComputeNsByStep(int steps) const {
+  std::vector<int64_t> out(std::max(0, steps), 0);
+  for (const StepRecord& r : steps_) {
+    if (r.step >= 0 && r.step < steps) out[r.step] += r.compute_ns;
+  }
+  return out;
+}
+
+std::vector<int64_t> RankTimeline::FirstStartNsByStep(int steps) const {
+  std::vector<int64_t> out(std::max(0, steps), INT64_MIN);
+  for (const StepRecord& r : steps_) {
+    if (r.step >= 0 && r.step < steps && out[r.step] == INT64_MIN) out[r.step] = r.first_start_ns;
+  }
+  return out;
+}
+
 }  // namespace megascale

@@ -29,6 +29,10 @@ class RankTimeline {
 
   // Compute-lane busy time of the steps before `steps`, in ns.
   int64_t ComputeNs(int steps) const;
+  // Per step k < steps: compute-lane busy time (0 if none), and the start of the step's first
+  // compute op (INT64_MIN if none).
+  std::vector<int64_t> ComputeNsByStep(int steps) const;
+  std::vector<int64_t> FirstStartNsByStep(int steps) const;
 
  private:
   struct CommEnd {

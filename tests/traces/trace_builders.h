@@ -9,6 +9,7 @@
 
 #include "traces/trace.pb.h"
 #include "traces/trace_io.h"
+#include "traces/trace_sink.h"
 
 namespace megascale::testing_traces {
 
@@ -56,5 +57,22 @@ inline void WriteTraceFile(const std::string& path, const TraceHeader& header,
   Status closed = (*writer)->Close();
   ASSERT_TRUE(closed.ok()) << closed.message();
 }
+
+// Keeps everything a sink is handed, in order.
+class CollectSink : public TraceSink {
+ public:
+  void OnHeader(const TraceHeader& h) override { header = h; }
+  void OnEvent(const TraceEvent& e) override { events.push_back(e); }
+  void OnStatus(const RankStatus& s) override { statuses.push_back(s); }
+  void OnEnd(const RunEnd& e) override {
+    has_end = true;
+    end = e;
+  }
+  TraceHeader header;
+  std::vector<TraceEvent> events;
+  std::vector<RankStatus> statuses;
+  bool has_end = false;
+  RunEnd end;
+};
 
 }  // namespace megascale::testing_traces

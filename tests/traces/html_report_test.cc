@@ -1,0 +1,75 @@
+// The HTML report: one self-contained file with the findings, the SVG heat map (one cell per
+// rank), the breakdown and the timeline; written atomically.
+#include "traces/html_report.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "base/atomic_file.h"
+#include "tests/traces/trace_builders.h"
+#include "traces/diagnose_input.h"
+
+namespace megascale {
+namespace {
+
+using namespace testing_traces;
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(HtmlReport, IsOneSelfContainedFileWithEveryPart) {
+  // dp 3, two steps; rank 2 computes twice as long.
+  std::vector<TraceEvent> ev;
+  for (int step = 0; step < 2; ++step) {
+    for (int rank = 0; rank < 3; ++rank) {
+      const int64_t t = 100 * step, d = rank == 2 ? 20 : 10;
+      TraceEvent a = Ev(rank, step, QKV_GEMM, COMPUTE, (t) * kMs, (t + d) * kMs);
+      TraceEvent ar = Ev(rank, step, DP_ALL_REDUCE, DP_COMM, (t + d) * kMs, (t + 25) * kMs);
+      ar.set_op_id(1);
+      ar.set_group(DP_GROUP);
+      ev.push_back(a);
+      ev.push_back(ar);
+    }
+  }
+  TraceHeader h = Header(1, 1, 3);
+  h.set_scenario_name("a <b> & c");
+  h.set_peak_flops_per_gpu(1e14);
+  h.set_model_flops_per_step(1e12);
+  const std::string trace = TempPath("html.trace"), html = TempPath("report.html");
+  WriteTraceFile(trace, h, ev);
+  Result<DiagnosisReport> r = DiagnoseInput({trace, TraceFormat::kAuto, ""});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->timeline.has_value());
+  ASSERT_FALSE(r->what_if.empty());
+  ASSERT_TRUE(WriteHtmlReport(*r, html).ok());
+  Result<std::string> text = ReadFile(html);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(Count(*text, "<svg"), 3);                       // breakdown, heat map, timeline
+  EXPECT_EQ(Count(*text, "</svg>"), 3);
+  EXPECT_EQ(Count(*text, "<title>rank "), 3);               // one heat-map cell per rank
+  EXPECT_NE(text->find("a &lt;b&gt; &amp; c"), std::string::npos);  // escaped
+  EXPECT_EQ(text->find("a <b>"), std::string::npos);
+  EXPECT_NE(text->find("rank 2 (stage 0) +100.0%"), std::string::npos);  // the straggler finding
+  EXPECT_NE(text->find("What if it were healthy"), std::string::npos);
+  EXPECT_EQ(text->find("<script"), std::string::npos);      // nothing to fetch or run
+  EXPECT_EQ(text->find("http://www.w3.org/2000/svg\"><script"), std::string::npos);
+
+  // Atomic: nothing but the report in its folder, and a missing folder is an error naming it.
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(html).parent_path())) {
+    EXPECT_EQ(entry.path().string().find(html + ".tmp"), std::string::npos) << entry.path();
+  }
+  Status bad = WriteHtmlReport(*r, "/nonexistent-folder/r.html");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("/nonexistent-folder"), std::string::npos) << bad.message();
+  std::remove(trace.c_str());
+  std::remove(html.c_str());
+}
+
+}  // namespace
+}  // namespace megascale

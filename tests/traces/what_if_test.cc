@@ -1,0 +1,121 @@
+// The step graph and its replay: an unmodified replay gives the trace back exactly; healing a
+// culprit gives the step time worked out by hand.
+#include "traces/what_if.h"
+
+#include <gtest/gtest.h>
+
+#include "planner/metrics.h"
+#include "tests/traces/trace_builders.h"
+
+namespace megascale {
+namespace {
+
+using namespace testing_traces;
+
+TraceEvent Op(int rank, OpKind kind, Lane lane, int64_t start_ms, int64_t end_ms, uint32_t op_id,
+              Group group = NO_GROUP) {
+  TraceEvent e = Ev(rank, 0, kind, lane, start_ms * kMs, end_ms * kMs);
+  e.set_op_id(op_id);
+  e.set_group(group);
+  return e;
+}
+
+// dp 3. Each rank: A (QKV_GEMM), a DP all-reduce, B (FFN_UP_GEMM). Rank 2's A and B take 20 ms,
+// the others' 10 ms. The all-reduce is released when rank 2 posts it at 20 and ends at 25 (a
+// 5 ms transfer); B ends at 35, 35, 45. Step: 45 ms.
+std::vector<TraceEvent> SlowReplica() {
+  std::vector<TraceEvent> ev;
+  for (int rank = 0; rank < 3; ++rank) {
+    const int64_t d = rank == 2 ? 20 : 10;
+    ev.push_back(Op(rank, QKV_GEMM, COMPUTE, 0, d, 0));
+    ev.push_back(Op(rank, DP_ALL_REDUCE, DP_COMM, d, 25, 1, DP_GROUP));
+    ev.push_back(Op(rank, FFN_UP_GEMM, COMPUTE, 25, 25 + d, 2));
+  }
+  return ev;
+}
+
+TEST(StepGraph, ReplayingTheUnmodifiedGraphGivesEveryOpBack) {
+  Result<StepGraph> g = StepGraph::Build(SlowReplica(), Header(1, 1, 3));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->instances(), 1);  // the all-reduce of the three ranks
+  std::vector<int64_t> ends;
+  EXPECT_EQ(g->Replay([&](int i) { return g->ops()[i].work_ns; }, &ends), 45 * kMs);
+  for (size_t i = 0; i < ends.size(); ++i) EXPECT_EQ(ends[i], g->ops()[i].end_ns) << i;
+}
+
+TEST(WhatIf, HealingTheSlowRankGivesTheHandComputedStep) {
+  Result<StepGraph> g = StepGraph::Build(SlowReplica(), Header(1, 1, 3));
+  ASSERT_TRUE(g.ok());
+  WhatIfContext ctx;
+  ctx.iteration_time_s = 0.045;
+  ctx.model_flops_per_step = 3e12;
+  ctx.peak_flops_per_gpu = 1e14;
+  ctx.world_size = 3;
+  // Rank 2 healthy: A 10 (median of 10, 10, 20), so the all-reduce is released at 10 and ends at
+  // 15; B 10: the step ends at 25.
+  WhatIfFinding f = RunWhatIf(*g, {WhatIfScope::Kind::kRank, 2, -1}, ctx);
+  EXPECT_EQ(f.scope, "rank 2");
+  EXPECT_NEAR(f.step_s, 0.045, 1e-12);
+  EXPECT_NEAR(f.replayed_s, 0.045, 1e-12);
+  EXPECT_NEAR(f.healthy_s, 0.025, 1e-12);
+  EXPECT_NEAR(f.slowdown, 0.045 / 0.025 - 1, 1e-12);
+  EXPECT_NEAR(f.mfu_lost, Mfu(3e12, 3, 1e14, 0.025) - Mfu(3e12, 3, 1e14, 0.045), 1e-12);
+
+  // Only A healed: released at 10, ends 15, rank 2's B still 20: 35.
+  f = RunWhatIf(*g, {WhatIfScope::Kind::kOpType, -1, QKV_GEMM}, ctx);
+  EXPECT_EQ(f.scope, "op QKV_GEMM");
+  EXPECT_NEAR(f.healthy_s, 0.035, 1e-12);
+
+  // A healthy rank changes nothing.
+  EXPECT_NEAR(RunWhatIf(*g, {WhatIfScope::Kind::kRank, 0, -1}, ctx).slowdown, 0.0, 1e-12);
+
+  // The attribution puts rank 2 (and "all", which heals the same ops) first.
+  std::vector<WhatIfFinding> all = RunWhatIfs(*g, {2, 0}, ctx);
+  ASSERT_GE(all.size(), 2u);
+  EXPECT_NEAR(all[0].slowdown, 0.8, 1e-12);
+  EXPECT_TRUE(all[0].scope == "rank 2" || all[0].scope == "all") << all[0].scope;
+}
+
+// pp 2: stage 0 computes F (20 ms, slow) and sends it; stage 1 posted its receive at 0 and computes
+// F (10 ms) when it arrives. Transfer 2 ms: the step ends at 32.
+std::vector<TraceEvent> SlowStage() {
+  TraceEvent send = Op(0, PP_SEND, PP_SEND_LANE, 20, 22, 1, PP_GROUP);
+  TraceEvent recv = Op(1, PP_RECV, PP_RECV_LANE, 0, 22, 0, PP_GROUP);
+  for (TraceEvent* e : {&send, &recv}) {
+    e->set_microbatch(0);
+    e->set_chunk(0);
+    e->set_phase(FORWARD);
+  }
+  send.set_stage(0);
+  recv.set_stage(1);
+  TraceEvent f0 = Op(0, QKV_GEMM, COMPUTE, 0, 20, 0);
+  TraceEvent f1 = Op(1, QKV_GEMM, COMPUTE, 22, 32, 1);
+  f0.set_stage(0);
+  f1.set_stage(1);
+  return {f0, send, recv, f1};
+}
+
+TEST(WhatIf, ASendAndItsReceiveAreMatchedAcrossStages) {
+  Result<StepGraph> g = StepGraph::Build(SlowStage(), Header(1, 2, 1));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->instances(), 1);
+  EXPECT_EQ(g->ReplayUnmodified(), 32 * kMs);
+  // Stage 0 healed with the other stage's QKV_GEMM fwd (10 ms): sent at 10, received at 12, the
+  // step ends at 22. Unmatched, the receive would keep its 22 ms and hide the gain.
+  WhatIfContext ctx;
+  WhatIfFinding f = RunWhatIf(*g, {WhatIfScope::Kind::kStage, 0, -1}, ctx);
+  EXPECT_NEAR(f.healthy_s, 0.022, 1e-12);
+  EXPECT_NEAR(f.slowdown, 32.0 / 22 - 1, 1e-12);
+  EXPECT_EQ(f.mfu_lost, 0);  // no FLOPs in the context
+}
+
+TEST(StepGraph, WithoutALayoutOpsKeepTheirOwnDurations) {
+  TraceHeader h;  // no tp/pp/dp
+  Result<StepGraph> g = StepGraph::Build(SlowReplica(), h);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->instances(), 0);
+  EXPECT_EQ(g->ReplayUnmodified(), 45 * kMs);
+}
+
+}  // namespace
+}  // namespace megascale

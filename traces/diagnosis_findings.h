@@ -1,0 +1,92 @@
+// The findings of the deeper analyses, as plain data: what DiagnosisReport carries and what the
+// JSON, text and HTML outputs print. Each analysis lives in its own header (hang_locator.h,
+// slow_links.h, drift.h, what_if.h); this one only names their results so that the report does not
+// depend on how they are computed. Plain structs, no behaviour.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "traces/trace.pb.h"
+
+namespace megascale {
+
+// A step that never completed: who held it up, in which collective, and what kind of fault it
+// looks like.
+struct HangFinding {
+  enum class Cause {
+    kComputeOrHost,        // the culprit never entered the collective (stopped, or stuck computing)
+    kCommunication,        // every member entered and the transfer never completed (NIC, link)
+    kMismatchedCollective  // members wait in different collectives of one group (a program bug)
+  };
+  int rank = 0;                 // the culprit
+  int step = 0;
+  Cause cause = Cause::kComputeOrHost;
+  std::string collective;       // "DP_REDUCE_SCATTER" (kind of the op the others wait in), or ""
+  Group group = NO_GROUP;
+  int collective_seq = -1;      // -1 when unknown
+  bool entered = false;         // the culprit entered that collective
+  int waiting_ranks = 0;        // ranks seen waiting (timed out) in it
+  std::vector<int> suspects;    // every rank ranked by the evidence, culprit first (at most 8)
+  std::string evidence;
+};
+const char* HangCauseName(HangFinding::Cause cause);  // "compute/host", ...
+
+// Transfers slower than their peers, and the one rank (NIC) or link their slow flows share.
+struct LinkFinding {
+  enum class Kind {
+    kSlowNic,        // the slow flows all touch one rank: its NIC (or its rail port)
+    kCongestedLink   // the slow flows share no rank: a link on their common path
+  };
+  Kind kind = Kind::kSlowNic;
+  int rank = -1;                  // kSlowNic: the rank whose NIC is slow
+  int rail = -1;                  // kCongestedLink: the TP index (rail) the slow flows share, or -1
+  int slow_flows = 0;             // directed flows (src -> dst rank) judged slow
+  int flows = 0;                  // flows judged
+  double slowdown = 0;            // median over slow flows of transfer / peer median - 1
+  std::vector<int> ranks;         // ranks touched by slow flows, most-touched first (at most 8)
+  std::string evidence;
+};
+const char* LinkKindName(LinkFinding::Kind kind);     // "slow NIC", "congested link"
+
+// Launch skew (spread of the step's first compute start among the ranks of one stage), per step.
+struct DriftFinding {
+  std::vector<double> skew_s;     // per completed step
+  double slope_s_per_step = 0;    // least-squares slope of skew_s
+  bool drifting = false;          // slope above the threshold and skew grew in most steps
+  int latest_rank = -1;           // in the last step, the rank that started last
+};
+
+// "What if this culprit were healthy": its durations replaced by its peers' median, the step
+// re-simulated (what_if.h).
+struct WhatIfFinding {
+  std::string scope;              // "rank 37", "stage 1", "op FFN_UP_GEMM", "all"
+  int step = 0;                   // the step replayed
+  double step_s = 0;              // the trace's step time
+  double replayed_s = 0;          // the unmodified replay (equals step_s up to rounding)
+  double healthy_s = 0;           // the replay with the culprit healthy
+  double slowdown = 0;            // S = replayed_s / healthy_s - 1
+  double mfu_lost = 0;            // MFU(healthy_s) - MFU(replayed_s), absolute
+};
+
+// A few ranks' ops in one step, for the HTML timeline.
+struct TimelineOp {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int lane = 0;
+  int kind = 0;
+};
+struct TimelineRank {
+  int rank = 0;
+  std::string why;                // "slowest", "peer", "waits"
+  std::vector<TimelineOp> ops;
+};
+struct StepTimeline {
+  int step = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::vector<TimelineRank> ranks;
+};
+
+}  // namespace megascale

@@ -1,0 +1,20 @@
+// The diagnosis as one self-contained HTML file (no script, no external resource): the headline
+// figures, the findings, the step breakdown as a bar, the heat map of compute per rank over the
+// DP x PP x TP grid (MegaScale's Figure 7; the mean over completed steps, coloured by the
+// deviation from the stage's median), and the timeline of the replayed step for a few ranks.
+// All SVG. Thread-safe (pure functions).
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "traces/diagnosis.h"
+
+namespace megascale {
+
+std::string ReportToHtml(const DiagnosisReport& report);
+
+// Writes ReportToHtml atomically (base/atomic_file.h).
+Status WriteHtmlReport(const DiagnosisReport& report, const std::string& path);
+
+}  // namespace megascale

@@ -1,0 +1,253 @@
+#include "traces/slow_links.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+namespace megascale {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Transfers shorter than this are latency, not bandwidth: not judged.
+constexpr double kMinJudged_s = 1e-6;
+
+}  // namespace
+
+const char* LinkKindName(LinkFinding::Kind kind) {
+  return kind == LinkFinding::Kind::kSlowNic ? "slow NIC" : "congested link";
+}
+
+SlowLinkLocator::SlowLinkLocator(const RankLayout* layout, int pp, int vp)
+    : layout_(layout), pp_(std::max(1, pp)), vp_(std::max(1, vp)),
+      dp_(layout ? static_cast<int>(layout->DpGroup(0).size()) : 1),
+      tp_(layout ? static_cast<int>(layout->TpGroup(0).size()) : 1) {
+  if (layout_) {
+    dp_transfer_s_.resize(layout_->world_size());
+    wait_ns_.resize(layout_->world_size());
+  }
+}
+
+void SlowLinkLocator::AddWait(int rank, int step, int64_t ns) {
+  std::vector<int64_t>& v = wait_ns_[rank];
+  if (step >= static_cast<int>(v.size())) v.resize(step + 1, 0);
+  v[step] += std::max<int64_t>(0, ns);
+}
+
+double SlowLinkLocator::PeerWaitS(int rank, int step) const {
+  if (rank < 0 || rank >= static_cast<int>(wait_ns_.size())) return 0;
+  const std::vector<int64_t>& v = wait_ns_[rank];
+  return step < static_cast<int>(v.size()) ? static_cast<double>(v[step]) / 1e9 : 0;
+}
+
+void SlowLinkLocator::OnTp(const TraceEvent& e) {
+  if (tp_ <= 1) return;
+  const RankCoords c = layout_->CoordsOf(e.rank());
+  const int first = layout_->RankOf({0, c.dp, c.pp});
+  const auto key = std::make_tuple(e.step(), static_cast<int>(e.collective_seq()),
+                                   static_cast<int>(e.kind()), first);
+  DpInstance& inst = tp_open_[key];
+  inst.members.push_back({e.rank(), e.start_ns(), e.end_ns()});
+  if (static_cast<int>(inst.members.size()) < tp_) return;
+  int64_t release = INT64_MIN;
+  for (const Side& m : inst.members) release = std::max(release, m.start_ns);
+  for (const Side& m : inst.members) AddWait(m.rank, e.step(), release - m.start_ns);
+  tp_open_.erase(key);
+}
+
+void SlowLinkLocator::OnEvent(const TraceEvent& e, int stage) {
+  if (!layout_ || e.rank() < 0 || e.rank() >= layout_->world_size()) return;
+  if (e.group() == DP_GROUP || e.kind() == DP_REDUCE_SCATTER || e.kind() == DP_ALL_GATHER ||
+      e.kind() == DP_ALL_REDUCE) {
+    OnDp(e, stage);
+  } else if (e.kind() == PP_SEND || e.kind() == PP_RECV) {
+    OnPp(e, stage);
+  } else if (e.lane() == TP_COMM) {
+    OnTp(e);
+  }
+}
+
+void SlowLinkLocator::OnDp(const TraceEvent& e, int stage) {
+  if (dp_ <= 1) return;
+  // The DP groups of a stage's TP indices are released together: TP peers post in lockstep (the
+  // simulator's actors do, and so do real ranks that synchronize every layer), so a member's trace
+  // start (when it was ready) can be earlier than when its group posted.
+  const auto key = std::make_tuple(e.step(), static_cast<int>(e.collective_seq()), stage);
+  DpInstance& inst = dp_open_[key];
+  inst.members.push_back({e.rank(), e.start_ns(), e.end_ns()});
+  if (static_cast<int>(inst.members.size()) < dp_ * tp_) return;
+  int64_t release = INT64_MIN;
+  for (const Side& m : inst.members) release = std::max(release, m.start_ns);
+  for (const Side& m : inst.members) {
+    if (tp_ <= 1) AddWait(m.rank, e.step(), release - m.start_ns);
+    std::vector<float>& by_step = dp_transfer_s_[m.rank];
+    if (e.step() >= static_cast<int>(by_step.size())) by_step.resize(e.step() + 1, 0.0f);
+    by_step[e.step()] += static_cast<float>(std::max<int64_t>(0, m.end_ns - release)) / 1e9f;
+  }
+  dp_open_.erase(key);
+}
+
+void SlowLinkLocator::OnPp(const TraceEvent& e, int stage) {
+  if (pp_ <= 1) return;
+  const int chunk = std::max(0, e.chunk());
+  const int g = chunk * pp_ + stage;
+  const bool forward = e.phase() != BACKWARD;
+  const int sender = e.kind() == PP_SEND ? g : (forward ? g - 1 : g + 1);
+  const RankCoords c = layout_->CoordsOf(e.rank());
+  const uint64_t replica = static_cast<uint64_t>(c.dp);  // all TP indices together (see OnDp)
+  const uint64_t mb = static_cast<uint64_t>(std::max(0, e.microbatch()));
+  if (sender < 0 || sender >= 1024 || mb >= (1u << 14) || e.step() >= (1 << 16) ||
+      replica >= (1u << 22)) {
+    return;  // outside what the key packs; such runs are not judged
+  }
+  const uint64_t key = ((((replica << 16 | static_cast<uint64_t>(e.step())) << 14 | mb) << 10 |
+                         static_cast<uint64_t>(sender))
+                        << 1) |
+                       (forward ? 0u : 1u);
+  PpPair& pair = pp_open_[key];
+  (e.kind() == PP_SEND ? pair.sends : pair.recvs).push_back({e.rank(), e.start_ns(), e.end_ns()});
+  if (static_cast<int>(pair.sends.size()) < tp_ || static_cast<int>(pair.recvs.size()) < tp_) return;
+  int64_t release = INT64_MIN;
+  for (const auto* sides : {&pair.sends, &pair.recvs}) {
+    for (const Side& x : *sides) release = std::max(release, x.start_ns);
+  }
+  for (const Side& send : pair.sends) {
+    const int tp = layout_->CoordsOf(send.rank).tp;
+    for (const Side& recv : pair.recvs) {
+      if (layout_->CoordsOf(recv.rank).tp != tp) continue;
+      const int64_t ns = std::min(send.end_ns, recv.end_ns) - release;
+      const float secs = static_cast<float>(std::max<int64_t>(0, ns)) / 1e9f;
+      const std::pair<int, int> flow{send.rank, recv.rank};
+      auto [it, fresh] = pp_min_s_.emplace(flow, secs);
+      if (!fresh) it->second = std::min(it->second, secs);
+      pp_phase_[flow] = forward ? 0 : 1;
+    }
+  }
+  pp_open_.erase(key);
+}
+
+std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold) const {
+  if (!layout_) return std::nullopt;
+  const int world = layout_->world_size();
+  // DP: each rank's best completed step, against its stage's median.
+  std::vector<double> dp_s(world, -1);
+  std::map<int, std::vector<double>> by_stage;
+  for (int r = 0; r < world; ++r) {
+    const std::vector<float>& v = dp_transfer_s_[r];
+    for (int k = 0; k < std::min<int>(steps, static_cast<int>(v.size())); ++k) {
+      if (v[k] > 0 && (dp_s[r] < 0 || v[k] < dp_s[r])) dp_s[r] = v[k];
+    }
+    if (dp_s[r] >= 0) by_stage[layout_->CoordsOf(r).pp].push_back(dp_s[r]);
+  }
+  std::map<int, double> stage_median;
+  for (const auto& [s, v] : by_stage) stage_median[s] = Median(v);
+  auto dp_ratio = [&](int r) {
+    const double m = stage_median.count(layout_->CoordsOf(r).pp) ? stage_median.at(layout_->CoordsOf(r).pp) : 0;
+    return dp_s[r] < 0 || m < kMinJudged_s ? 1.0 : dp_s[r] / m;
+  };
+
+  // Every flow's ratio to its peers' median, and per rank the least slow of the flows it touches:
+  // a NIC (or its cable) slows every flow of its rank, a path collision only some.
+  std::vector<double> evidence(world, -1);  // -1: no flow judged
+  auto note = [&](int r, double ratio) {
+    evidence[r] = evidence[r] < 0 ? ratio : std::min(evidence[r], ratio);
+  };
+  int judged = 0, slow_flows = 0;
+  std::set<int> rings_done;
+  for (int r = 0; r < world && dp_ > 1; ++r) {
+    const std::vector<int> ring = layout_->DpGroup(r);
+    if (!rings_done.insert(ring.front()).second) continue;
+    const int m = static_cast<int>(ring.size());
+    for (int i = 0; i < m; ++i) {
+      // In a ring, a member's time is the slower of its two flows (from its predecessor, to its
+      // successor): a slow cable of rank r shows on r and on the neighbour across the slow flow
+      // (both neighbours when both directions are slow).
+      const int pred = ring[(i + m - 1) % m], self = ring[i], succ = ring[(i + 1) % m];
+      if (dp_s[self] < 0 || dp_s[pred] < 0 || dp_s[succ] < 0) continue;
+      ++judged;
+      if (dp_ratio(self) > 1 + threshold) ++slow_flows;
+      note(self, std::min(dp_ratio(self), std::max(dp_ratio(pred), dp_ratio(succ))));
+    }
+  }
+  std::vector<double> phase_values[2];
+  for (const auto& [flow, s] : pp_min_s_) phase_values[pp_phase_.at(flow)].push_back(s);
+  const double phase_median[2] = {Median(phase_values[0]), Median(phase_values[1])};
+  for (const auto& [flow, s] : pp_min_s_) {
+    const double m = phase_median[pp_phase_.at(flow)];
+    if (m < kMinJudged_s) continue;
+    ++judged;
+    const double ratio = s / m;
+    if (ratio > 1 + threshold) ++slow_flows;
+    note(flow.first, ratio);
+    note(flow.second, ratio);
+  }
+  std::vector<int> suspects;
+  for (int r = 0; r < world; ++r) {
+    if (evidence[r] > 1 + threshold) suspects.push_back(r);
+  }
+  if (suspects.empty()) return std::nullopt;
+  std::stable_sort(suspects.begin(), suspects.end(),
+                   [&](int a, int b) { return evidence[a] > evidence[b]; });
+  // A slow cable shows on its rank and on the ring neighbour(s) across it: a run of two
+  // consecutive suspects in a ring is the first one's NIC (it sends the slow flow), a run of three
+  // the middle one's (both directions slow). Longer runs stay: that is more than one cable.
+  if (dp_ > 1) {
+    std::set<int> is_suspect(suspects.begin(), suspects.end()), drop, rings;
+    for (int r : suspects) {
+      const std::vector<int> ring = layout_->DpGroup(r);
+      if (!rings.insert(ring.front()).second) continue;
+      const int m = static_cast<int>(ring.size());
+      int first = 0;  // start scanning after a non-suspect so runs do not wrap around the scan
+      while (first < m && is_suspect.count(ring[first])) ++first;
+      if (first == m) continue;
+      for (int k = 1; k <= m; ++k) {
+        const int i = (first + k) % m;
+        if (!is_suspect.count(ring[i])) continue;
+        std::vector<int> run;
+        while (is_suspect.count(ring[(first + k) % m]) && k <= m) run.push_back(ring[(first + k++) % m]);
+        if (run.size() == 2) drop.insert(run[1]);
+        if (run.size() == 3) drop.insert({run[0], run[2]});
+      }
+    }
+    suspects.erase(std::remove_if(suspects.begin(), suspects.end(), [&](int r) { return drop.count(r) > 0; }),
+                   suspects.end());
+  }
+  LinkFinding f;
+  f.slow_flows = slow_flows;
+  f.flows = judged;
+  const int top = suspects.front();
+  f.slowdown = evidence[top] - 1;
+  std::ostringstream ev;
+  // One rank far slower than every other suspect (twice the excess) is a NIC; the rest of the
+  // suspects are then the fabric's ordinary ECMP collisions.
+  const bool dominant = suspects.size() == 1 || evidence[top] - 1 >= 2 * (evidence[suspects[1]] - 1);
+  if (dominant) {
+    f.kind = LinkFinding::Kind::kSlowNic;
+    f.rank = top;
+    ev << "every flow of rank " << top << " is slow (the least slow +" << std::lround(100 * f.slowdown)
+       << "% over its peers), far more than any other rank's; " << slow_flows << " slow flow(s) of "
+       << judged << " judged";
+  } else {
+    f.kind = LinkFinding::Kind::kCongestedLink;
+    std::set<int> rails;
+    for (int r : suspects) rails.insert(layout_->CoordsOf(r).tp);
+    if (rails.size() == 1) f.rail = *rails.begin();
+    ev << suspects.size() << " ranks have every flow slow (the most, rank " << top << ", +"
+       << std::lround(100 * f.slowdown) << "%): a link they share";
+    if (f.rail >= 0) ev << ", on rail (TP index) " << f.rail;
+    ev << "; " << slow_flows << " slow flow(s) of " << judged << " judged";
+  }
+  std::vector<int>& ranks = suspects;
+  ranks.resize(std::min<size_t>(ranks.size(), 8));
+  f.ranks = ranks;
+  f.evidence = ev.str();
+  return f;
+}
+
+}  // namespace megascale

@@ -1,0 +1,73 @@
+// One step's dependency graph, rebuilt from its trace events, and a critical-path replay of it:
+// the what-if engine's model (what_if.h). Not SimGrid: an event replay over the graph.
+//
+// The graph (Build):
+//  * ops of a rank run in lane order (each lane one at a time, as plan.proto says);
+//  * a compute op waits for the other-lane ops of its rank that it plausibly consumed: receives,
+//    parameter all-gathers and TP collectives that ended after the previous compute op started,
+//    and any op that ended while the compute lane sat idle before it;
+//  * a communication op is launched by the last compute op of its rank that ended before it began;
+//  * collectives are matched across ranks: a TP or DP collective by (group, collective_seq), a PP
+//    send with its receive by (TP/DP coordinates, micro-batch, phase, sender's virtual stage). A
+//    collective's members all wait for the last of them to arrive; then each takes its transfer
+//    time (its end minus the original arrival of the last member).
+// Each op keeps its original slack (start minus the latest end of what it waits for: launch and
+// host overhead), so replaying the unmodified graph gives back every start and end exactly.
+//
+// Memory: O(events of the step); this is the one analysis that holds a step. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "base/status.h"
+#include "traces/trace.pb.h"
+
+namespace megascale {
+
+struct StepOp {
+  int rank = 0;
+  int stage = 0;
+  int lane = 0;
+  int kind = 0;
+  int phase = 0;
+  uint32_t op_id = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int inst = -1;          // collective instance, or -1: the op runs alone
+  int64_t slack_ns = 0;   // start - latest end of its preds (or the start itself, with none)
+  int64_t work_ns = 0;    // alone: end - start; in a collective: end - original release
+};
+
+class StepGraph {
+ public:
+  // `events`: one step's events (any order). The header gives the layout for matching; without
+  // one (tp, pp or dp unset) collectives are not matched and every op keeps its own duration.
+  static Result<StepGraph> Build(std::vector<TraceEvent> events, const TraceHeader& header);
+
+  const std::vector<StepOp>& ops() const { return ops_; }
+  int64_t start_ns() const { return start_ns_; }
+  int64_t end_ns() const { return end_ns_; }   // the latest original end
+  int instances() const { return static_cast<int>(inst_members_.size()); }
+
+  // Replays with op i taking work(i) ns of work (its own duration, or its transfer time in a
+  // collective); returns the latest end. `ends`, if given, receives every op's end.
+  int64_t Replay(const std::function<int64_t(int)>& work, std::vector<int64_t>* ends = nullptr) const;
+  int64_t ReplayUnmodified() const {
+    return Replay([this](int i) { return ops_[i].work_ns; });
+  }
+
+ private:
+  std::vector<StepOp> ops_;
+  std::vector<int> pred_begin_;          // CSR: preds of op i are preds_[pred_begin_[i] .. [i+1])
+  std::vector<int> preds_;
+  std::vector<std::vector<int>> inst_members_;
+  // Evaluation order: node v >= 0 is "op v ready", v < 0 is "op ~v ends" (instances resolve at
+  // their last member's end node).
+  std::vector<int> order_;
+  int64_t start_ns_ = 0;
+  int64_t end_ns_ = 0;
+};
+
+}  // namespace megascale
