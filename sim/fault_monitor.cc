@@ -39,7 +39,7 @@ void Apply(SimWorld* world, const LinkEvent& e, LinkState* state) {
       case LinkAction::kTake: state->taken[id] += e.factor; break;
       case LinkAction::kGive: state->taken[id] -= e.factor; break;
     }
-    const double left = world->cluster.link(id).bandwidth_bytes_per_s * state->factor[id] *
+    const double left = world->platform.Capacity(world->cluster, id) * state->factor[id] *
                         (1.0 - state->taken[id]);
     link->set_bandwidth(state->down[id] > 0 ? kDownBytesPerS : std::max(kDownBytesPerS, left));
   }
@@ -102,7 +102,8 @@ void RunBackground(SimWorld* world, int index, int agent) {
   for (int id : b.links) {
     for (int k = 0; k < b.per_link; ++k) {
       // A transfer to itself that the zone routes over this one link (sim/platform.h).
-      world->platform.router->ExpectLinks(agent, {id}, b.latency_s);
+      world->platform.router->ExpectLinks(agent, {id},
+                                          b.latency_s + world->platform.net.step_latency_s);
       comms->push_back(box->put_async(&payload, kBytes));
       comms->push_back(box->get_async<void>(&slot));
       ++world->background_flows;

@@ -169,7 +169,7 @@ void GroupActor::StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
   for (int k = 0; k < tp_; ++k) {
     if (!flows->represented.empty() && flows->represented[k] && k != representative) continue;
     const topology::Path path = world_->cluster.Route(src_gpus[k], dst_gpus[k], world_->ecmp_flow_id);
-    flows->latency[k] = world_->cluster.RouteLatency(path);
+    flows->latency[k] = world_->platform.Latency(world_->cluster, path);
     // The transfer to itself that the zone routes over src -> dst (sim/platform.h). It starts
     // when the receive side is posted: the route is looked up then, in posting order.
     world_->platform.router->Expect(index_, src_gpus[k], dst_gpus[k]);

@@ -10,6 +10,8 @@
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
 
+#include "planner/calibration.h"
+
 namespace megascale {
 namespace {
 
@@ -19,8 +21,12 @@ using simgrid::kernel::routing::NetPoint;
 
 class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRouter {
  public:
-  ClusterZone(const topology::Cluster& cluster, uint64_t flow_id, int agents)
-      : NetZoneImpl("megascale-cluster"), cluster_(cluster), flow_id_(flow_id), expected_(agents) {}
+  ClusterZone(const topology::Cluster& cluster, uint64_t flow_id, int agents, double step_latency_s)
+      : NetZoneImpl("megascale-cluster"),
+        cluster_(cluster),
+        flow_id_(flow_id),
+        step_latency_s_(step_latency_s),
+        expected_(agents) {}
 
   void AddLink(StandardLinkImpl* link) { links_.push_back(link); }
   void SetLoopback(StandardLinkImpl* link) { loopback_ = link; }
@@ -51,11 +57,13 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
       route->link_list_.push_back(links_[id]);
       if (latency != nullptr) *latency += cluster_.link(id).latency_s;
     }
+    if (latency != nullptr) *latency += step_latency_s_;  // Platform::Latency
   }
 
  private:
   const topology::Cluster& cluster_;
   const uint64_t flow_id_;
+  const double step_latency_s_;
   std::vector<StandardLinkImpl*> links_;  // by the cluster's dense link id
   StandardLinkImpl* loopback_ = nullptr;
   // A GPU pair to route, or (src_gpu < 0) explicit links and latency.
@@ -69,17 +77,32 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
 
 }  // namespace
 
+NetworkCalibration NetworkCalibrationFor(const std::string& gpu) {
+  const GpuCalibration& c = CalibrationFor(gpu);
+  return {c.network_efficiency, c.network_step_latency_s};
+}
+
+double Platform::Capacity(const topology::Cluster& cluster, int link_id) const {
+  return cluster.link(link_id).bandwidth_bytes_per_s * net.efficiency;
+}
+
+double Platform::Latency(const topology::Cluster& cluster, const topology::Path& path) const {
+  return cluster.RouteLatency(path) + net.step_latency_s;
+}
+
 void ConfigureSimGrid() {
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic", false);
   sg4::Engine::set_config("network/TCP-gamma", 0.0);
 }
 
-Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, int num_agents) {
+Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, int num_agents,
+                       NetworkCalibration net) {
   // The first zone created becomes SimGrid's root zone, which owns it from then on.
-  auto* zone = new ClusterZone(cluster, ecmp_flow_id, num_agents);
+  auto* zone = new ClusterZone(cluster, ecmp_flow_id, num_agents, net.step_latency_s);
   Platform platform;
   platform.router = zone;
+  platform.net = net;
   platform.agents.reserve(num_agents);
   for (int a = 0; a < num_agents; ++a) {
     // Host speed is irrelevant: compute is timed in closed form, never as SimGrid execs.
@@ -88,7 +111,7 @@ Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, 
   platform.links.reserve(cluster.num_links());
   for (int id = 0; id < cluster.num_links(); ++id) {
     const topology::EdgeProps& e = cluster.link(id);
-    sg4::Link* link = zone->create_link("l" + std::to_string(id), {e.bandwidth_bytes_per_s});
+    sg4::Link* link = zone->create_link("l" + std::to_string(id), {platform.Capacity(cluster, id)});
     link->set_latency(e.latency_s);
     link->set_sharing_policy(sg4::Link::SharingPolicy::SHARED);
     zone->AddLink(link->seal()->get_impl());

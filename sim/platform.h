@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <simgrid/forward.h>
@@ -38,10 +39,26 @@ class FlowRouter {
   virtual void ExpectLinks(int agent, std::vector<int> links, double latency_s) = 0;
 };
 
+// The calibrated network of the cluster's GPU type (planner/calibration.h): NCCL moves data at
+// `efficiency` of a link's line rate and pays `step_latency_s` per transfer beyond the links' own.
+// The planner's CostModel::Effective applies the same two figures, so on an uncontended network
+// the simulated and the predicted collectives agree; contention then comes on top.
+struct NetworkCalibration {
+  double efficiency = 1.0;
+  double step_latency_s = 0;
+};
+NetworkCalibration NetworkCalibrationFor(const std::string& gpu);
+
 struct Platform {
   std::vector<simgrid::s4u::Host*> agents;  // one per actor, by actor index
   std::vector<simgrid::s4u::Link*> links;   // by the cluster's dense link id
   FlowRouter* router = nullptr;             // owned by SimGrid (the root zone)
+  NetworkCalibration net;
+
+  // What a link carries for NCCL when healthy: its line rate times the calibrated efficiency.
+  double Capacity(const topology::Cluster& cluster, int link_id) const;
+  // One transfer's latency over `path`: the links' own plus the calibrated per-transfer latency.
+  double Latency(const topology::Cluster& cluster, const topology::Path& path) const;
 };
 
 // Settings that must precede the first zone (notes/simgrid.md 4.6): CM02 without the LV08
@@ -51,6 +68,8 @@ void ConfigureSimGrid();
 
 // Every flow between two GPUs takes the route Cluster::Route(src, dst, ecmp_flow_id): one
 // connection per GPU pair, as NCCL keeps its queue pairs, so a pair's flows share one ECMP path.
-Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, int num_agents);
+// Links carry Platform::Capacity; a GPU pair's route pays Platform::Latency.
+Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, int num_agents,
+                       NetworkCalibration net);
 
 }  // namespace megascale

@@ -108,7 +108,8 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   const int num_actors = plan.layout().pp() * dp;
   const int num_background = static_cast<int>(world.faults.background.size());
   // Agent hosts: the workers, the monitor, one per background entry.
-  world.platform = BuildPlatform(cluster, world.ecmp_flow_id, num_actors + 1 + num_background);
+  world.platform = BuildPlatform(cluster, world.ecmp_flow_id, num_actors + 1 + num_background,
+                                 NetworkCalibrationFor(plan.cluster().gpu()));
 
   sink->OnHeader(MakeHeader(plan));
   for (int s = 0; s < plan.layout().pp(); ++s) {

@@ -30,8 +30,8 @@ void RunWithBackground(double share_taken, BackgroundRun* run) {
   Result<topology::Cluster> c = topology::Cluster::Build(plan.cluster());
   ASSERT_TRUE(c.ok());
   const topology::Path p = c->Route(0, 1, scenario.sim().seed());
-  run->latency_s = c->RouteLatency(p);
-  run->bandwidth = c->RouteBandwidth(p);
+  run->latency_s = RouteLatency(*c, p);
+  run->bandwidth = RouteBandwidth(*c, p);
 }
 
 TEST(SimBackground, GreedyFlowHalvesTheForegroundBandwidth) {

@@ -22,7 +22,7 @@ TEST(SimDataParallel, AllReduceThenReduceScatterMatchRingClosedForm) {
   ASSERT_TRUE(cluster.ok());
   // Every ring hop crosses the same kind of path (GPU -> NIC -> switch -> NIC -> GPU).
   const topology::Path hop = cluster->Route(0, 1, scenario.sim().seed());
-  const double lat = cluster->RouteLatency(hop), bw = cluster->RouteBandwidth(hop);
+  const double lat = RouteLatency(*cluster, hop), bw = RouteBandwidth(*cluster, hop);
   const int n = 4;
   const double ar_time = 2 * (n - 1) * lat + 2.0 * (n - 1) / n * bytes / bw;
   const double rs_time = (n - 1) * lat + 1.0 * (n - 1) / n * bytes / bw;
@@ -59,7 +59,7 @@ TEST(SimDataParallel, BarrierWaitsForTheLastMember) {
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   Result<topology::Cluster> cluster = topology::Cluster::Build(plan.cluster());
   const topology::Path hop = cluster->Route(0, 1, scenario.sim().seed());
-  const double t = 3 * cluster->RouteLatency(hop) + 0.75 * bytes / cluster->RouteBandwidth(hop);
+  const double t = 3 * RouteLatency(*cluster, hop) + 0.75 * bytes / RouteBandwidth(*cluster, hop);
   for (int r = 0; r < 4; ++r) {
     const TraceEvent* e = sink.Find(r, 0, ag);
     EXPECT_NEAR(Seconds(e->start_ns()), r == 2 ? 2e-3 : 1e-3, 1e-9);

@@ -58,7 +58,7 @@ void RunPair(bool collide) {
   const double share = collide ? 0.5 : 1.0;
   for (int dst : {2, 3}) {
     const topology::Path q = c->Route(dst - 2, dst, seed);
-    const double expect = kF + c->RouteLatency(q) + kBytes / (share * c->RouteBandwidth(q));
+    const double expect = kF + RouteLatency(*c, q) + kBytes / (share * RouteBandwidth(*c, q));
     const TraceEvent* recv = sink.Find(dst, 0, 0);
     ASSERT_NE(recv, nullptr);
     EXPECT_EQ(recv->kind(), PP_RECV);

@@ -37,8 +37,8 @@ TEST(SimDegradedLink, DegradedNicSlowsItsFlowsByTheFraction) {
   for (int k = 0; k < 8; ++k) {
     const topology::Path p = c->Route(k, 8 + k, seed);
     // The NIC cable (25 GB/s) is the narrowest link; degraded, it is a quarter of that.
-    const double bw = c->RouteBandwidth(p) * (k == 3 ? fraction : 1.0);
-    const double expect = f + 1e-4 + c->RouteLatency(p) + bytes / bw;
+    const double bw = RouteBandwidth(*c, p) * (k == 3 ? fraction : 1.0);
+    const double expect = f + 1e-4 + RouteLatency(*c, p) + bytes / bw;
     const TraceEvent* recv = sink.Find(8 + k, 0, 0);
     ASSERT_NE(recv, nullptr);
     EXPECT_NEAR(Seconds(recv->end_ns()), expect, 1e-6 * expect) << "GPU " << k;

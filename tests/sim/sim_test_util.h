@@ -9,6 +9,7 @@
 
 #include "planner/plan.pb.h"
 #include "planner/scenario.pb.h"
+#include "sim/platform.h"
 #include "sim/simulator.h"
 #include "topology/cluster.h"
 #include "traces/trace_sink.h"
@@ -123,10 +124,19 @@ inline Scenario MakeScenario(const Plan& plan) {
   return s;
 }
 
+// The simulator's figures of a route (sim/platform.h): the links' latency plus the calibrated
+// per-transfer latency; the narrowest link's line rate times the calibrated efficiency.
+inline double RouteLatency(const topology::Cluster& c, const topology::Path& p) {
+  return c.RouteLatency(p) + NetworkCalibrationFor(c.spec().gpu()).step_latency_s;
+}
+inline double RouteBandwidth(const topology::Cluster& c, const topology::Path& p) {
+  return c.RouteBandwidth(p) * NetworkCalibrationFor(c.spec().gpu()).efficiency;
+}
+
 // Uncontended time of one flow: route latency + bytes / narrowest link (CM02, no TCP factors).
 inline double FlowTime(const topology::Cluster& c, int src, int dst, double bytes, uint64_t flow_id) {
   const topology::Path p = c.Route(src, dst, flow_id);
-  return c.RouteLatency(p) + bytes / c.RouteBandwidth(p);
+  return RouteLatency(c, p) + bytes / RouteBandwidth(c, p);
 }
 
 inline double Seconds(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
