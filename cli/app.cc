@@ -78,6 +78,14 @@ int Main(int argc, char** argv) {
   exp_cmd->add_option("trace", exp.trace, "Trace file")->required();
   exp_cmd->add_option("--chrome", exp.chrome, "Output JSON path")->required();
 
+  EttrArgs ettr;
+  auto* ettr_cmd = app.add_subcommand(
+      "ettr", "Weeks of training under failures: effective training time and the best checkpoint interval");
+  ettr_cmd->add_option("scenario", ettr.scenario, "Scenario file (.textproto) with a reliability block")
+      ->required();
+  ettr_cmd->add_option("--csv", ettr.csv, "Write ETTR against the checkpoint interval here");
+  ettr_cmd->add_flag("--json", ettr.json, "Print one JSON object");
+
   ValidateArgs val;
   auto* val_cmd = app.add_subcommand("validate", "Check a scenario and print it with every default filled in");
   val_cmd->add_option("scenario", val.scenario, "Scenario file (.textproto)")->required();
@@ -101,6 +109,7 @@ int Main(int argc, char** argv) {
   else if (*sim_cmd) status = RunSimulate(sim);
   else if (*diag_cmd) status = RunDiagnose(diag);
   else if (*exp_cmd) status = RunExport(exp);
+  else if (*ettr_cmd) status = RunEttr(ettr);
   else if (*val_cmd) status = RunValidate(val);
 
   if (!status.ok()) {

@@ -49,6 +49,13 @@ struct ExportArgs {
 };
 Status RunExport(const ExportArgs& args);
 
+struct EttrArgs {
+  std::string scenario;
+  std::string csv;  // the ETTR-against-interval curve
+  bool json = false;
+};
+Status RunEttr(const EttrArgs& args);
+
 struct ValidateArgs {
   std::string scenario;
 };

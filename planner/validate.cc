@@ -36,6 +36,7 @@ Result<Scenario> ResolveScenario(const Scenario& input) {
   MS_RETURN_IF_ERROR(validation::ResolveFaults(s.cluster(), s.mutable_faults()));
   MS_RETURN_IF_ERROR(validation::ResolveSim(s.cluster(), s.mutable_sim()));
   MS_RETURN_IF_ERROR(validation::ResolveOutputs(s.mutable_outputs()));
+  if (s.has_reliability()) MS_RETURN_IF_ERROR(validation::ResolveReliability(s.mutable_reliability()));
   return s;
 }
 

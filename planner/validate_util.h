@@ -2,6 +2,7 @@
 // one check macro, so every message reads "<field> = <value>: <rule>".
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -27,6 +28,7 @@ Status ResolveTraining(const LayoutSpec& l, TrainingSpec* t);
 Status ResolveFaults(const ClusterSpec& c, FaultSpec* f);
 Status ResolveSim(const ClusterSpec& c, SimSpec* s);
 Status ResolveOutputs(OutputSpec* o);
+Status ResolveReliability(ReliabilitySpec* r);
 
 }  // namespace megascale::validation
 
