@@ -63,6 +63,16 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
                    "appears twice: give each slow GPU one entry");
     s->set_speed(s->speed());
   }
+  if (f->has_random_stragglers()) {
+    RandomStragglers* r = f->mutable_random_stragglers();
+    MS_CHECK_FIELD(r->fraction_of_nodes() >= 0 && r->fraction_of_nodes() <= 1,
+                   "faults.random_stragglers.fraction_of_nodes", r->fraction_of_nodes(),
+                   "must be in [0, 1]: the share of nodes that straggle");
+    MS_CHECK_FIELD(r->speed() > 0 && r->speed() <= 1, "faults.random_stragglers.speed", r->speed(),
+                   "must be in (0, 1]: the GPUs' speed relative to a healthy one");
+    r->set_fraction_of_nodes(r->fraction_of_nodes());
+    r->set_speed(r->speed());
+  }
   for (int i = 0; i < f->failures_size(); ++i) {
     Failure* x = f->mutable_failures(i);
     const std::string field = "faults.failures[" + Num(i) + "]";

@@ -3,26 +3,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/seeded_rng.h"
+
 namespace megascale {
 namespace {
-
-// SplitMix64: a counter-based stream, so trial t's draws depend on (seed, t) only.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::vector<double> FailureTimes(const EttrModel& m, int trial) {
   std::vector<double> times;
   if (m.failures_per_s <= 0) return times;
-  uint64_t state = Mix(m.seed * 0x100000001b3ULL + static_cast<uint64_t>(trial));
+  uint64_t state = SplitMix64(m.seed * 0x100000001b3ULL + static_cast<uint64_t>(trial));
   double t = 0;
   for (;;) {
-    state = Mix(state);
-    const double u = (static_cast<double>(state >> 11) + 0.5) * 0x1.0p-53;  // (0, 1)
-    t += -std::log(u) / m.failures_per_s;
+    state = SplitMix64(state);
+    t += -std::log(UnitInterval(state)) / m.failures_per_s;
     if (t >= m.horizon_s) return times;
     times.push_back(t);
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/fault_links.h"
+#include "sim/seeded_rng.h"
 
 namespace megascale {
 
@@ -19,6 +20,29 @@ Status CheckRank(int rank, int n, const std::string& field) {
     return Status::BadField(field, std::to_string(rank), "must be in [0, " + std::to_string(n) + ")");
   }
   return Status::Ok();
+}
+
+// faults.random_stragglers: a seeded partial Fisher-Yates shuffle of the node ids.
+void DrawStragglerNodes(const RandomStragglers& r, uint64_t seed, const topology::Cluster& cluster,
+                        FaultPlan* plan) {
+  const int nodes = cluster.num_gpus() / cluster.gpus_per_node();
+  if (r.fraction_of_nodes() <= 0) return;
+  const int k = std::clamp(static_cast<int>(std::lround(r.fraction_of_nodes() * nodes)), 1, nodes);
+  std::vector<int> ids(nodes);
+  for (int i = 0; i < nodes; ++i) ids[i] = i;
+  uint64_t state = SplitMix64(seed ^ 0x5354524147474c52ULL);  // stream "STRAGGLR"
+  for (int i = 0; i < k; ++i) {
+    state = SplitMix64(state);
+    const int j = i + static_cast<int>(state % static_cast<uint64_t>(nodes - i));
+    std::swap(ids[i], ids[j]);
+  }
+  plan->straggler_nodes.assign(ids.begin(), ids.begin() + k);
+  std::sort(plan->straggler_nodes.begin(), plan->straggler_nodes.end());
+  for (int node : plan->straggler_nodes) {
+    for (int g = node * cluster.gpus_per_node(); g < (node + 1) * cluster.gpus_per_node(); ++g) {
+      plan->speed[g] = std::min(plan->speed[g], r.speed());
+    }
+  }
 }
 
 void MarkOwnFlows(const std::vector<int>& gpus, FaultPlan* plan) {
@@ -101,6 +125,9 @@ Result<FaultPlan> MakeFaultPlan(const FaultSpec& faults, const SimSpec& sim,
     }
     // Two entries for one GPU: the slower one wins.
     plan.speed[s.rank()] = std::min(plan.speed[s.rank()], s.speed());
+  }
+  if (faults.has_random_stragglers()) {
+    DrawStragglerNodes(faults.random_stragglers(), sim.seed(), cluster, &plan);
   }
   for (int i = 0; i < faults.failures_size(); ++i) {
     const Failure& f = faults.failures(i);

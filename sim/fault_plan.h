@@ -57,6 +57,7 @@ struct FaultPlan {
   std::vector<double> speed;        // per GPU, 1 = healthy
   std::vector<double> fail_time_s;  // per GPU, kNever = healthy
   std::vector<bool> node_failure;   // per GPU: its failure takes the whole node
+  std::vector<int> straggler_nodes; // nodes faults.random_stragglers drew, ascending
   std::vector<FailedGpu> failed;    // every GPU that fails (a node failure lists all its GPUs), by time
   // When the first failure is detected and the driver stops the job; kNever without failures.
   double job_end_s = kNever;
