@@ -2,29 +2,13 @@
 
 #include <cstring>
 
+#include "traces/plan_header.h"
+
 namespace megascale {
 namespace exec {
 
 TraceHeader ExecTraceHeader(const Plan& plan, int steps, const std::string& device_name) {
-  TraceHeader h;
-  h.set_source("exec");
-  h.set_scenario_name(plan.scenario_name());
-  h.set_world_size(plan.world_size());
-  h.set_tp(plan.layout().tp());
-  h.set_pp(plan.layout().pp());
-  h.set_dp(plan.layout().dp());
-  h.set_virtual_stages(plan.layout().virtual_stages());
-  h.set_rank_order(plan.layout().rank_order());
-  h.set_gpus_per_node(plan.cluster().gpus_per_node());
-  // MFU is reported against the planned GPU's peak; on the CPU path it is tiny and only says
-  // the trace is readable.
-  h.set_peak_flops_per_gpu(plan.cluster().peak_tflops() * 1e12);
-  h.set_model_flops_per_step(plan.model_flops_per_step());
-  h.set_hardware_flops_per_step(plan.hardware_flops_per_step());
-  h.set_tokens_per_step(plan.tokens_per_step());
-  h.set_steps(steps);
-  h.set_gpu(device_name);
-  return h;
+  return PlanTraceHeader(plan, "exec", steps, device_name);
 }
 
 Status GatherStepEvents(Communicator* world, const std::vector<TraceEvent>& mine, TraceSink* sink) {

@@ -14,6 +14,7 @@
 #include "sim/platform.h"
 #include "sim/sim_world.h"
 #include "sim/stage_info.h"
+#include "traces/plan_header.h"
 
 namespace megascale {
 namespace {
@@ -41,23 +42,7 @@ Status CheckPlan(const Plan& plan, const topology::Cluster& cluster) {
 }
 
 TraceHeader MakeHeader(const Plan& plan) {
-  TraceHeader h;
-  h.set_source("sim");
-  h.set_scenario_name(plan.scenario_name());
-  h.set_world_size(plan.layout().tp() * plan.layout().pp() * plan.layout().dp());
-  h.set_tp(plan.layout().tp());
-  h.set_pp(plan.layout().pp());
-  h.set_dp(plan.layout().dp());
-  h.set_virtual_stages(plan.layout().virtual_stages());
-  h.set_rank_order(plan.layout().rank_order());
-  h.set_gpus_per_node(plan.cluster().gpus_per_node());
-  h.set_peak_flops_per_gpu(plan.cluster().peak_tflops() * 1e12);
-  h.set_model_flops_per_step(plan.model_flops_per_step());
-  h.set_hardware_flops_per_step(plan.hardware_flops_per_step());
-  h.set_tokens_per_step(plan.tokens_per_step());
-  h.set_steps(plan.training().steps());
-  h.set_gpu(plan.cluster().gpu());
-  return h;
+  return PlanTraceHeader(plan, "sim", plan.training().steps(), plan.cluster().gpu());
 }
 
 // SimGrid keeps its configuration and models in process-wide state: a second Engine in the same
