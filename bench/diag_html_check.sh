@@ -8,11 +8,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build-diag}"
 out="${2:-/tmp/diag_html_check}"
 mkdir -p "$out"
-tool="$("$root/bench/diag_build.sh" "$build")"
 browser="$(command -v chromium || command -v chromium-browser || true)"
 [[ -n "$browser" ]] || { echo "no chromium: apt-get install -y chromium" >&2; exit 1; }
 "$build/megascale" simulate -q --trace "$out/run.trace" "$root/scenarios/straggler-64.textproto" >/dev/null
-"$tool" --html "$out/diag_report.html" "$out/run.trace" >"$out/diag_report.json"
+"$build/megascale" diagnose --json --html "$out/diag_report.html" "$out/run.trace" >"$out/diag_report.json"
 rm -f "$out/diag_report.png"
 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking --no-first-run \
   --screenshot="$out/diag_report.png" --window-size=1400,1000 "file://$out/diag_report.html" \

@@ -66,12 +66,22 @@ int Main(int argc, char** argv) {
 
   DiagnoseArgs diag;
   auto* diag_cmd = app.add_subcommand("diagnose", "Analyse a trace: step time, MFU, breakdown, stragglers, failures");
-  diag_cmd->add_option("trace", diag.trace, "Trace file written by simulate or run")->required();
+  diag_cmd->add_option("trace", diag.trace,
+                       "Trace: ours (simulate/run --trace), Chrome/Perfetto JSON, or Megatron CSV")
+      ->required();
+  diag_cmd->add_option("--format", diag.format, "auto (by content), trace, chrome or csv")
+      ->default_val("auto");
+  diag_cmd->add_option("--meta", diag.meta,
+                       "Metadata JSON {dp, pp, tp, vpp, ...}: required for CSV; for Chrome it sets "
+                       "the layout and FLOPs the trace lacks (docs/traces.md)");
+  diag_cmd->add_option("--html", diag.html, "Write the HTML report here");
+  diag_cmd->add_option("--heatmap", diag.heatmap,
+                       "Write the per-rank compute heat map here: FILE.svg (image) or FILE.csv "
+                       "(step,rank,dp,pp,tp,compute_s)");
   diag_cmd->add_flag("--json", diag.json, "Print the findings as one JSON object");
   diag_cmd->add_option("--straggler-threshold", diag.straggler_threshold,
-                       "Compute slowdown against stage peers that marks a straggler")
-      ->default_val(0.02)
-      ->check(CLI::Range(0.0, 10.0));
+                       "Compute slowdown against stage peers that marks a straggler, in [0, 10]")
+      ->default_val("0.02");
 
   ExportArgs exp;
   auto* exp_cmd = app.add_subcommand("export", "Convert a trace to Chrome/Perfetto trace JSON (ui.perfetto.dev)");
@@ -89,6 +99,16 @@ int Main(int argc, char** argv) {
   ValidateArgs val;
   auto* val_cmd = app.add_subcommand("validate", "Check a scenario and print it with every default filled in");
   val_cmd->add_option("scenario", val.scenario, "Scenario file (.textproto)")->required();
+
+  RunArgs run;
+  auto* run_cmd = app.add_subcommand(
+      "run", "Train the scenario's plan for real (CPU + MPI): mpirun -np N megascale run SCENARIO");
+  run_cmd->add_option("scenario", run.scenario, "Scenario file (.textproto); see docs/run.md")->required();
+  run_cmd->add_option("--trace", run.trace, "Write the run's trace here (rank 0; overrides outputs.trace)");
+  run_cmd->add_option("--steps", run.steps, "Train this many steps (overrides training.steps)");
+  run_cmd->add_flag("-q,--quiet", run.quiet, "No per-step progress lines on stderr");
+  run_cmd->add_flag("--json", run.json,
+                    "Print one JSON object: losses, step times, tokens/s, MFU (rank 0)");
 
   try {
     app.parse(argc, argv);
@@ -111,6 +131,11 @@ int Main(int argc, char** argv) {
   else if (*exp_cmd) status = RunExport(exp);
   else if (*ettr_cmd) status = RunEttr(ettr);
   else if (*val_cmd) status = RunValidate(val);
+  else if (*run_cmd) {
+    status = RunRun(run);
+    // Under mpirun every rank gets the same error: rank 0 alone prints it.
+    if (!status.ok() && !PrintsRunErrors()) return ExitCodeFor(status);
+  }
 
   if (!status.ok()) {
     std::cerr << "megascale: error: " << status.message() << "\n";

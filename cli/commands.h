@@ -38,8 +38,12 @@ Status RunSimulate(const SimulateArgs& args);
 
 struct DiagnoseArgs {
   std::string trace;
+  std::string format = "auto";  // auto|trace|chrome|csv (traces/trace_import.h)
+  std::string meta;             // metadata JSON of a CSV (required) or Chrome trace
+  std::string html;             // HTML report
+  std::string heatmap;          // heat map: .svg gives SVG, .csv the CSV
   bool json = false;
-  double straggler_threshold = 0.02;
+  std::string straggler_threshold = "0.02";  // text: RunDiagnose checks it (one error format)
 };
 Status RunDiagnose(const DiagnoseArgs& args);
 
@@ -60,5 +64,19 @@ struct ValidateArgs {
   std::string scenario;
 };
 Status RunValidate(const ValidateArgs& args);
+
+struct RunArgs {
+  std::string scenario;
+  std::string trace;  // overrides outputs.trace; written on rank 0
+  int steps = 0;      // > 0 overrides training.steps
+  bool quiet = false; // no per-step progress lines on stderr
+  bool json = false;
+};
+// Collective over the ranks mpirun started (world size 1 without a launcher). A FailedRun error
+// (peers may be blocked) is printed by the rank that saw it, which then ends the job (AbortWorld).
+Status RunRun(const RunArgs& args);
+// Whether this process prints `run`'s errors: world rank 0 (the launcher's rank before the world
+// is open), so an error every rank agrees on is printed once.
+bool PrintsRunErrors();
 
 }  // namespace megascale::cli

@@ -15,14 +15,29 @@
 //     ZeRO's all-gather of the updated slices.
 // Gradients are sums over micro-batches and replicas of gradients already scaled by the loss's
 // share (the caller's dloss), so no averaging happens here. Zeroes the gradients at the end.
+//
+// Overlap (layout.overlap.dp, groups->dp_lane set): steps 1 and 3 run per bucket, one bucket per
+// model chunk (the tensors whose gradients that chunk's backward finishes, StageModel::GradChunk),
+// as soon as the schedule reports the chunk's last backward (ChunkGradsDone): the TP all-reduce
+// of its replicated tensors on the calling (compute) thread, which owns the TP group, then its DP
+// reduce-scatter (all-reduce under ZeRO 0) posted to the communication lane (exec/comm_lane.h), a
+// thread with its own DP communicator, so it runs while the backward of the other chunks goes on.
+// Step() posts what was not posted, waits for the lane, and goes on as without overlap. A wte tied
+// across stages is the exception: its bucket waits for Step, because its tied all-reduce (step 2)
+// must come between its TP and DP sums and pairs the first stage's end with the last stage's.
+// Every element is summed over the same members in the same order as without overlap (a bucket's
+// reduce-scatter sends each member the bucket's part of that member's ZeRO slice), so the numbers
+// are the same: bitwise for groups of 2; for larger groups each element's sum order is the MPI
+// library's, which may depend on the message size. The ZeRO all-gather stays at the step's end.
 // The arithmetic runs on the host, over the model's arrays: the CPU device's memory is host memory
 // (a CUDA device needs its own optimizer kernels).
-// Not thread-safe.
+// Not thread-safe: one compute thread calls it (the lane's thread is its own business).
 #pragma once
 
 #include <memory>
 
 #include "exec/adamw.h"
+#include "exec/comm_lane.h"
 #include "exec/lamb.h"
 #include "exec/parallel_groups.h"
 #include "exec/stage_model.h"
@@ -44,12 +59,28 @@ class DistributedOptimizer {
   DistributedOptimizer(StageModel* model, ParallelGroups* groups, Communicator* world,
                        const OptimizerSetup& setup);
 
+  // The schedule's hook (ScheduleSetup::chunk_grads_done): chunk's gradients are final for this
+  // step. With overlap, starts its bucket's reductions; else does nothing.
+  Status ChunkGradsDone(int chunk, OpRecorder* recorder);
   // Returns the global gradient norm before clipping.
   Result<float> Step(OpRecorder* recorder);
 
+  // How many buckets a step reduces (1 without overlap).
+  size_t buckets() const { return buckets_.size(); }
+
  private:
-  Status ReduceReplicated(OpRecorder* rec);
+  struct Bucket {
+    int chunk = -1;                                  // ready after this chunk's backward; -1: in Step
+    std::vector<size_t> tensors;                     // indices into model->local().tensors
+    std::vector<std::pair<size_t, size_t>> ranges;   // [begin, end) of the local array, ascending
+  };
+  void MakeBuckets();
+  // Steps 1 and 2 for bucket b on this thread, then step 3 posted to the lane.
+  Status PostBucket(size_t b, OpRecorder* rec);
+  Status ReduceReplicated(const Bucket& b, OpRecorder* rec);
   Status ReduceTied(OpRecorder* rec);
+  // Step 3 for one bucket, on the lane, over dp.
+  Status ReduceDp(const Bucket& b, Communicator* dp, OpRecorder* rec);
   // Sum over the world of each segment's squares times its weight (in place).
   Status SumCounted(std::vector<double>* per_segment_pairs, int values_per_segment);
 
@@ -62,6 +93,10 @@ class DistributedOptimizer {
   std::vector<double> weight_;          // per full-layout tensor: 1 if this rank counts it
   std::unique_ptr<AdamW> adamw_;
   std::unique_ptr<Lamb> lamb_;
+  std::vector<Bucket> buckets_;
+  std::vector<bool> posted_;  // per bucket, this step
+  std::vector<float> slice_;  // ZeRO: the summed gradients of the held slice (shard_ values)
+  CommLane lane_;             // last: destroyed (joined) before what its tasks use
 };
 
 }  // namespace exec

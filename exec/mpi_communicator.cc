@@ -28,6 +28,19 @@ Status CheckCount(size_t n, const char* call) {
   return Status::Ok();
 }
 
+const char* ThreadLevelName(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    default:
+      return "MPI_THREAD_MULTIPLE";
+  }
+}
+
 void FinalizeAtExit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -188,7 +201,7 @@ Result<std::unique_ptr<Communicator>> OpenWorld() {
   if (!initialized) {
     int provided = 0;
     MS_RETURN_IF_ERROR(
-        Check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread"));
+        Check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread"));
     std::atexit(FinalizeAtExit);
   }
   int tag_ub_ok = 0;
@@ -199,6 +212,20 @@ Result<std::unique_ptr<Communicator>> OpenWorld() {
                             "; exec needs tags up to " + std::to_string(Communicator::kMaxTag - 1));
   }
   return std::unique_ptr<Communicator>(new MpiCommunicator(MPI_COMM_WORLD, /*owned=*/false));
+}
+
+Status CheckThreadedComm() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return Status::Ok();
+  int provided = MPI_THREAD_SINGLE;
+  MS_RETURN_IF_ERROR(Check(MPI_Query_thread(&provided), "MPI_Query_thread"));
+  if (provided >= MPI_THREAD_MULTIPLE) return Status::Ok();
+  return Status::InvalidInput(std::string("layout.overlap.dp runs DP collectives on a second thread, which needs "
+                                          "MPI_THREAD_MULTIPLE; this MPI library provides only ") +
+                              ThreadLevelName(provided) +
+                              ": use an MPI built with thread support, or set layout.overlap.dp false");
 }
 
 void AbortWorld(int exit_code) {

@@ -30,38 +30,46 @@ Placement PlacementOf(OpKind kind) {
 
 }  // namespace
 
+Lane OpRecorder::LaneOf(OpKind kind) { return PlacementOf(kind).lane; }
+
 void OpRecorder::BeginStep(int step) {
+  std::lock_guard<std::mutex> lock(mu_);
   step_ = step;
   next_id_ = 0;
   for (uint32_t& s : seq_) s = 0;
 }
 
-void OpRecorder::Record(OpKind kind, int64_t start_ns, int64_t end_ns, double bytes, Group group) {
+void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group,
+                        Lane lane) {
   Placement where = PlacementOf(kind);
   if (group != NO_GROUP) where.group = group;
+  where.lane = lane;
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t end_ns = device_->NowNs();
   TraceEvent e;
   e.set_rank(rank_);
   e.set_step(step_);
   e.set_op_id(next_id_++);
   e.set_kind(kind);
   e.set_lane(where.lane);
-  e.set_phase(phase_);
+  e.set_phase(unit.phase);
   e.set_group(where.group);
   e.set_start_ns(start_ns - origin_ns_);
   e.set_end_ns(end_ns - origin_ns_);
   if (where.lane == COMPUTE && kind != OPTIMIZER_STEP) {
-    e.set_flops(ComputeOpCost(kind, phase_, shape_).flops);
+    e.set_flops(ComputeOpCost(kind, unit.phase, shape_).flops);
   }
   e.set_bytes(bytes);
   if (where.group != NO_GROUP) e.set_collective_seq(seq_[where.group]++);
-  e.set_microbatch(microbatch_);
-  e.set_chunk(chunk_);
-  e.set_layer(layer_);
+  e.set_microbatch(unit.microbatch);
+  e.set_chunk(unit.chunk);
+  e.set_layer(unit.layer);
   e.set_stage(stage_);
   events_.push_back(std::move(e));
 }
 
 std::vector<TraceEvent> OpRecorder::TakeEvents() {
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<TraceEvent> out;
   out.swap(events_);
   return out;

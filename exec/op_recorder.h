@@ -6,12 +6,19 @@
 // collective_seq counts the ops of each group within the step, as the plan numbers them. FLOPs
 // per compute op come from planner/op_costs.h (the one source of per-op work). Times come from the
 // device's clock (a steady clock on the CPU), after Synchronize(), relative to `origin_ns`.
-// Today every op runs on the calling thread, one after another (no overlap of communication with
-// compute yet), so the events of a rank are in end order, as TraceSink requires.
-// Not thread-safe.
+// Threads: the compute thread records through Compute/Comm with the context SetUnit/SetLayer set;
+// the rank's communication lane (exec/comm_lane.h) records its collectives from its own thread
+// through CommOn, with an explicit context and lane. One mutex guards the event list, the op ids
+// and the collective counters, and the end time is read under it, so the events of a rank stay in
+// end order (as TraceSink requires) whichever thread ends an op. SetUnit, SetLayer and BeginStep
+// belong to the compute thread (BeginStep only while the lane is idle). The device's NowNs() must
+// be callable from any thread (the CPU's steady clock is); the lane never calls Synchronize().
+// Collective counters are per group: a group's collectives must all be issued by one thread (the
+// lane issues only the DP group's during the backward) so each rank numbers them alike.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "base/status.h"
@@ -22,6 +29,12 @@
 namespace megascale {
 namespace exec {
 
+// The plan's names for where an op belongs (what SetUnit sets for the compute thread).
+struct OpUnit {
+  Phase phase = FORWARD;
+  int microbatch = -1, chunk = -1, layer = -1;
+};
+
 class OpRecorder {
  public:
   OpRecorder(Device* device, const OpShape& shape, int rank, int stage, int64_t origin_ns)
@@ -30,13 +43,8 @@ class OpRecorder {
   // Starts step `step`: resets the op ids and collective counters.
   void BeginStep(int step);
   // The context of the ops that follow.
-  void SetUnit(Phase phase, int microbatch, int chunk) {
-    phase_ = phase;
-    microbatch_ = microbatch;
-    chunk_ = chunk;
-    layer_ = -1;
-  }
-  void SetLayer(int layer) { layer_ = layer; }
+  void SetUnit(Phase phase, int microbatch, int chunk) { unit_ = OpUnit{phase, microbatch, chunk, -1}; }
+  void SetLayer(int layer) { unit_.layer = layer; }
 
   // Runs f (which returns void) as one compute op of `kind`.
   template <typename F>
@@ -44,7 +52,7 @@ class OpRecorder {
     const int64_t start = device_->NowNs();
     f();
     device_->Synchronize();
-    Record(kind, start, device_->NowNs(), 0.0);
+    Record(unit_, kind, start, 0.0, NO_GROUP, COMPUTE);
   }
   // Runs f (which returns Status) as one communication op moving `bytes` per rank. `group`
   // overrides the group the kind implies (the tied-embedding all-reduce runs over PP_GROUP).
@@ -53,26 +61,38 @@ class OpRecorder {
     const int64_t start = device_->NowNs();
     Status s = f();
     device_->Synchronize();
-    Record(kind, start, device_->NowNs(), bytes, group);
+    Record(unit_, kind, start, bytes, group, LaneOf(kind));
     return s;
   }
+  // From any thread: runs f (which returns Status) as a communication op of `unit`, recorded on
+  // `lane` (the comm lane's collectives go on DP_COMM whatever their kind).
+  template <typename F>
+  Status CommOn(Lane lane, const OpUnit& unit, OpKind kind, double bytes, F&& f, Group group = NO_GROUP) {
+    const int64_t start = device_->NowNs();
+    Status s = f();
+    Record(unit, kind, start, bytes, group, lane);
+    return s;
+  }
+  // The lane an op of this kind runs on when nothing overrides it.
+  static Lane LaneOf(OpKind kind);
 
   int64_t origin_ns() const { return origin_ns_; }
   // The events recorded since the last call, in end order.
   std::vector<TraceEvent> TakeEvents();
 
  private:
-  void Record(OpKind kind, int64_t start_ns, int64_t end_ns, double bytes, Group group = NO_GROUP);
+  // Ends the op now (the clock is read under the lock: end order).
+  void Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group, Lane lane);
 
   Device* device_;
   OpShape shape_;
   int rank_, stage_;
   int64_t origin_ns_;
+  OpUnit unit_;  // the compute thread's context
+  std::mutex mu_;  // guards what follows
   int step_ = 0;
   uint32_t next_id_ = 0;
   uint32_t seq_[4] = {0, 0, 0, 0};  // by Group
-  Phase phase_ = FORWARD;
-  int microbatch_ = -1, chunk_ = -1, layer_ = -1;
   std::vector<TraceEvent> events_;
 };
 

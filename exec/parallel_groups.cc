@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "exec/mpi_communicator.h"
+
 namespace megascale {
 namespace exec {
 
@@ -17,6 +19,10 @@ Result<ParallelGroups> MakeGroups(Communicator* world, const LayoutSpec& spec) {
   const bool end_stage = c.pp == 0 || c.pp == spec.pp() - 1;
   const int tied_color = spec.pp() > 1 && end_stage ? layout.RankOf({c.tp, c.dp, 0}) : -1;
   MS_ASSIGN_OR_RETURN(g.tied, world->Split(tied_color, c.pp));
+  if (spec.overlap().dp() && spec.dp() > 1) {
+    MS_RETURN_IF_ERROR(CheckThreadedComm());
+    MS_ASSIGN_OR_RETURN(g.dp_lane, world->Split(layout.RankOf({c.tp, 0, c.pp}), c.dp));
+  }
   return g;
 }
 

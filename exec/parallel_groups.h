@@ -5,8 +5,12 @@
 //  * pp:   the same (tp, dp) position on every stage (member index = stage);
 //  * dp:   the data-parallel replicas of this (tp, stage) position (member index = dp coordinate);
 //  * tied: with pp > 1, the first and last stage of this (tp, dp) position, which hold the two
-//          copies of the tied embedding / LM head (member 0 = first stage); nullptr elsewhere.
-// Not thread-safe (the communicators are not).
+//          copies of the tied embedding / LM head (member 0 = first stage); nullptr elsewhere;
+//  * dp_lane: a second communicator over the dp group's members, for the communication lane's
+//          thread (exec/comm_lane.h), so it never shares a communicator with the compute thread;
+//          only when the plan overlaps DP (layout.overlap.dp) and dp > 1, else nullptr.
+// Not thread-safe (the communicators are not): dp_lane belongs to the lane's thread, the others
+// to the compute thread.
 #pragma once
 
 #include <memory>
@@ -19,10 +23,12 @@ namespace exec {
 
 struct ParallelGroups {
   RankCoords coords;
-  std::unique_ptr<Communicator> tp, pp, dp, tied;
+  std::unique_ptr<Communicator> tp, pp, dp, tied, dp_lane;
 };
 
-// Collective over world. REQUIRES: world->size() == tp x pp x dp of layout.
+// Collective over world. REQUIRES: world->size() == tp x pp x dp of layout. With dp_lane to make,
+// fails (on every rank alike, before any split) when MPI cannot serve two threads
+// (CheckThreadedComm).
 Result<ParallelGroups> MakeGroups(Communicator* world, const LayoutSpec& layout);
 
 // Collective over comm: every member passes its own status. OK when every member is OK; otherwise

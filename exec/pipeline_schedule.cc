@@ -17,7 +17,13 @@ Result<double> RunPipelineSchedule(StageModel* model, ParallelGroups* groups, co
   DeviceBuffer inbox(ctx.device, n);
   double loss_sum = 0.0;
 
-  for (const ScheduleUnit& u : StageSchedule(pp->rank(), stages, vp, setup.microbatches)) {
+  const std::vector<ScheduleUnit> units = StageSchedule(pp->rank(), stages, vp, setup.microbatches);
+  std::vector<size_t> last_backward(vp, 0);  // of each chunk, an index into units
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (!units[i].forward) last_backward[units[i].chunk] = i;
+  }
+  for (size_t i = 0; i < units.size(); ++i) {
+    const ScheduleUnit& u = units[i];
     const int v = model->virtual_stage(u.chunk), mb = u.microbatch;
     rec->SetUnit(u.forward ? FORWARD : BACKWARD, mb, u.chunk);
     if (u.forward) {
@@ -50,6 +56,9 @@ Result<double> RunPipelineSchedule(StageModel* model, ParallelGroups* groups, co
         }));
       }
       model->Release(u.chunk, mb);
+      if (setup.chunk_grads_done && last_backward[u.chunk] == i) {
+        MS_RETURN_IF_ERROR(setup.chunk_grads_done(u.chunk));
+      }
     }
   }
   MS_RETURN_IF_ERROR(pp->WaitSends());

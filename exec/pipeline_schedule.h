@@ -11,6 +11,7 @@
 // Not thread-safe.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "exec/parallel_groups.h"
@@ -25,6 +26,9 @@ struct ScheduleSetup {
   float loss_scale = 1.0f;
   // This rank's micro-batch losses count toward the step's loss (one TP peer without SP).
   bool counts_loss = true;
+  // Called on this thread right after the last backward of each chunk (and its PP send), in the
+  // order they end; empty: not called. An error stops the schedule.
+  std::function<Status(int chunk)> chunk_grads_done;
 };
 
 // data[k]: micro-batch k's tokens for this rank's replica. Returns this rank's contribution to the

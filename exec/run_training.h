@@ -1,4 +1,4 @@
-// Running a Plan for real: the entry point of `megascale run` (CPU + MPI today).
+// Running a Plan for real: Train, which `megascale run` (cli/cmd_run.cc) calls on every rank.
 //
 // Launch: `mpirun -np N megascale run SCENARIO` (or srun); world size 1 runs without mpirun. Each
 // rank builds its stage of the GPT from the plan (model, layout, training), TP/SP-split, and runs
@@ -9,7 +9,8 @@
 //
 // Data: row r of step s of the global batch is BatchSampler's (seed, s, r) window of the corpus;
 // DP replica d takes rows [d G/dp, (d+1) G/dp), micro-batch k of them rows k x micro_batch on.
-// Every rank reads the corpus itself (the per-node reader of issue 4 is not here yet).
+// exec/data_pipeline.h delivers the rows: prefetched on a helper thread, and read by one rank per
+// TP group that broadcasts them to its peers (RunOptions.data), the same rows either way.
 //
 // Failure: errors every rank can see (a plan for another world size, a bad model, a missing or
 // bad corpus) come back on every rank with the same message, before any rank waits for another,
@@ -19,11 +20,13 @@
 // Not thread-safe; one call per process at a time.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "exec/communicator.h"
+#include "exec/data_pipeline.h"
 #include "exec/device.h"
 #include "exec/optimizer.h"
 #include "planner/plan.pb.h"
@@ -32,6 +35,14 @@
 
 namespace megascale {
 namespace exec {
+
+// One finished step, as every rank knows it.
+struct StepDone {
+  int step = 0;
+  float loss = 0;       // mean over the global batch (the world's)
+  float grad_norm = 0;  // before clipping (the world's)
+  double seconds = 0;   // this rank's wall time of the step, trace gathering included
+};
 
 struct RunOptions {
   // REQUIRES: non-empty. A token file (exec/token_file.h) or any file, read as byte tokens
@@ -46,6 +57,9 @@ struct RunOptions {
   int steps = 0;               // 0: the plan's training.steps
   bool gather_params = false;  // world rank 0 receives the whole model after the last step (tests)
   Device* device = nullptr;    // nullptr: CpuDevice(); tests pass a wrapper
+  DataPipelineOptions data;    // prefetch thread, one reader per TP group (same batches either way)
+  // Called on every rank after each step (progress output); may be empty.
+  std::function<void(const StepDone&)> on_step;
 };
 
 struct TrainingReport {
@@ -59,10 +73,6 @@ struct TrainingReport {
 // nullptr. REQUIRES: plan from BuildPlan.
 Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Communicator* world,
                              TraceSink* sink);
-
-// Opens the world (exec/mpi_communicator.h: MPI under a launcher, else one rank) and trains.
-// REQUIRES: resolved from ResolveScenario, plan from BuildPlan(resolved).
-Status RunTraining(const Scenario& resolved, const Plan& plan, const RunOptions& options, TraceSink* sink);
 
 }  // namespace exec
 }  // namespace megascale

@@ -1,8 +1,7 @@
 // Train(): validation every rank agrees on, then the steps (exec/run_training.h).
 #include <chrono>
 
-#include "exec/batch_sampler.h"
-#include "exec/corpus.h"
+#include "exec/data_pipeline.h"
 #include "exec/distributed_optimizer.h"
 #include "exec/exec_trace.h"
 #include "exec/parallel_groups.h"
@@ -80,21 +79,18 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   const int steps = options.steps > 0 ? options.steps : t.steps();
   const int G = static_cast<int>(t.global_batch()), mb = t.micro_batch(), m = plan.microbatches();
 
-  // The data, on every rank; all agree on the outcome before anyone goes on.
-  Status data_status;
-  Result<std::vector<int32_t>> tokens = Status::InvalidInput("corpus: no path given (RunOptions.corpus)");
-  if (!options.corpus.empty()) tokens = LoadTrainingTokens(options.corpus);
-  Result<BatchSampler> sampler = Status::InvalidInput("no tokens");  // replaced when tokens loaded
-  if (tokens.ok()) {
-    sampler = BatchSampler::Create(std::move(*tokens), G, config.seq_len, config.vocab, options.data_seed);
-    data_status = sampler.status();
-    if (!data_status.ok()) {
-      data_status = Status::InvalidInput("corpus " + options.corpus + ": " + data_status.message());
-    }
-  } else {
-    data_status = tokens.status();
-  }
-  MS_RETURN_IF_ERROR(AgreeOnStatus(world, data_status));
+  // The data (exec/data_pipeline.h): this rank's DP replica's rows, read here or by its TP group's
+  // reader; all ranks agree on the outcome before anyone goes on.
+  const RankCoords data_coords = RankLayout(l).CoordsOf(world->rank());
+  DataShard shard;
+  shard.global_batch = G;
+  shard.seq_len = config.seq_len;
+  shard.vocab = config.vocab;
+  shard.seed = options.data_seed;
+  shard.rows = G / l.dp();
+  shard.first_row = data_coords.dp * shard.rows;
+  MS_ASSIGN_OR_RETURN(std::unique_ptr<DataPipeline> batches,
+                      DataPipeline::Open(options.corpus, shard, options.data, data_coords.tp, world));
 
   MS_ASSIGN_OR_RETURN(ParallelGroups groups, MakeGroups(world, l));
   const RankCoords me = groups.coords;
@@ -140,9 +136,10 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   ctx.tp = groups.tp.get();
   ctx.sequence_parallel = l.sequence_parallel();
   ctx.recorder = &recorder;
+  schedule.chunk_grads_done = [&](int chunk) { return optimizer.ChunkGradsDone(chunk, &recorder); };
 
   TrainingReport report;
-  const int T = config.seq_len, per_replica = G / l.dp();
+  const int T = config.seq_len;
   std::vector<int32_t> in(static_cast<size_t>(m) * mb * T), tg(in.size());
   std::vector<MicroBatchData> data(m);
   for (int k = 0; k < m; ++k) {
@@ -153,10 +150,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   // One step; any error in it is the run failing on this rank (its peers may be blocked).
   auto run_step = [&](int step) -> Status {
     recorder.BeginStep(step);
-    for (int row = 0; row < per_replica; ++row) {
-      sampler->SampleRow(step, me.dp * per_replica + row, in.data() + static_cast<size_t>(row) * T,
-                         tg.data() + static_cast<size_t>(row) * T);
-    }
+    MS_RETURN_IF_ERROR(batches->Fetch(step, groups.tp.get(), in.data(), tg.data()));
     MS_ASSIGN_OR_RETURN(double loss, RunPipelineSchedule(&model, &groups, ctx, data, schedule));
     MS_ASSIGN_OR_RETURN(float norm, optimizer.Step(&recorder));
     MS_RETURN_IF_ERROR(world->AllReduceSum(&loss, 1));
@@ -173,10 +167,15 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
     sink->OnEnd(end);
   };
   for (int step = 0; step < steps; ++step) {
+    const auto began = std::chrono::steady_clock::now();
     Status s = run_step(step);
     if (!s.ok()) {
       end_trace(step, true);
       return Status::FailedRun("rank " + Num(world->rank()) + ", step " + Num(step) + ": " + s.message());
+    }
+    if (options.on_step) {
+      options.on_step({step, report.losses.back(), report.grad_norms.back(),
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()});
     }
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

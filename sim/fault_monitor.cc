@@ -57,9 +57,17 @@ void ReportDetection(SimWorld* world) {
     status.set_kind(RankStatus::HEARTBEAT_LOST);
     status.set_time_ns(ToNs(f.detected_s));
     status.set_last_heartbeat_ns(ToNs(f.last_heartbeat_s));
-    status.set_step(world->actors[c.pp * dp + c.dp]->step());
+    const GroupActor& actor = *world->actors[c.pp * dp + c.dp];
+    // The group stopped at its horizon (at the latest the failure), so its last emitted op is the
+    // failed GPU's last one; capped at the failure in case the horizon came later.
+    const int64_t last_op_end_ns = std::min(actor.max_end_ns(), ToNs(f.time_s));
+    if (last_op_end_ns > 0) status.set_last_op_end_ns(last_op_end_ns);
+    status.set_step(actor.step());
     status.set_detail("GPU " + std::to_string(f.gpu) + " failed at " + std::to_string(f.time_s) +
-                      " s; no heartbeat since " + std::to_string(f.last_heartbeat_s) + " s");
+                      " s; no heartbeat since " + std::to_string(f.last_heartbeat_s) + " s" +
+                      (last_op_end_ns > ToNs(f.last_heartbeat_s)
+                           ? "; its last op ended at " + std::to_string(last_op_end_ns / 1e9) + " s"
+                           : std::string()));
     world->sink->OnStatus(status);
   }
 }
@@ -84,6 +92,23 @@ void RunFaultMonitor(SimWorld* world) {
   if (world->workers_completed == workers) return;
   world->detected = true;
   ReportDetection(world);
+}
+
+RankStatus OpTimeoutStatus(const SimWorld& world, int gpu, int step, uint32_t op_id, const Op& op,
+                           double posted_s, double now_s) {
+  RankStatus status;
+  status.set_rank(gpu);
+  status.set_kind(RankStatus::OP_TIMEOUT);
+  status.set_time_ns(ToNs(now_s));
+  status.set_op_id(op_id);
+  status.set_step(step);
+  status.set_op_kind(op.kind());
+  status.set_group(op.group());
+  status.set_collective_seq(op.collective_seq());
+  status.set_detail(OpKind_Name(op.kind()) + " posted at " + std::to_string(posted_s) +
+                    " s did not complete within sim.collective_timeout_s = " +
+                    std::to_string(world.sim.collective_timeout_s()) + " s");
+  return status;
 }
 
 void RunBackground(SimWorld* world, int index, int agent) {

@@ -9,6 +9,8 @@
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Engine.hpp>
 
+#include "sim/fault_monitor.h"
+
 namespace megascale {
 namespace {
 
@@ -245,16 +247,7 @@ void GroupActor::Timeout(const NetOp& n) {
   const double now = sg4::Engine::get_clock();
   const Op& op = info_->program->ops(static_cast<int>(n.op));
   for (int g : gpus_) {
-    RankStatus status;
-    status.set_rank(g);
-    status.set_kind(RankStatus::OP_TIMEOUT);
-    status.set_time_ns(ToNs(now));
-    status.set_op_id(n.op);
-    status.set_step(step_);
-    status.set_detail(OpKind_Name(op.kind()) + " posted at " + std::to_string(n.post) +
-                      " s did not complete within sim.collective_timeout_s = " +
-                      std::to_string(world_->sim.collective_timeout_s()) + " s");
-    world_->sink->OnStatus(status);
+    world_->sink->OnStatus(OpTimeoutStatus(*world_, g, step_, n.op, op, n.post, now));
   }
   Stop(now);
 }

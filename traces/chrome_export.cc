@@ -125,6 +125,10 @@ void WriteStatus(const RankStatus& s, ChromeWriter* w) {
   if (s.kind() == RankStatus::HEARTBEAT_LOST) {
     args["last_heartbeat_us"] = static_cast<double>(s.last_heartbeat_ns()) / 1e3;
   }
+  if (s.has_last_op_end_ns()) args["last_op_end_us"] = static_cast<double>(s.last_op_end_ns()) / 1e3;
+  if (s.has_op_kind()) args["op_kind"] = OpKind_Name(s.op_kind());
+  if (s.has_group()) args["group"] = static_cast<int>(s.group());
+  if (s.has_collective_seq()) args["collective_seq"] = s.collective_seq();
   w->Begin();
   std::string& b = w->buf();
   b.append("{\"name\":\"").append(RankStatus::Kind_Name(s.kind()));

@@ -169,6 +169,15 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
       if (args.contains("last_heartbeat_us")) {
         s.set_last_heartbeat_ns(MicrosToNs(args["last_heartbeat_us"]));
       }
+      if (args.contains("last_op_end_us")) s.set_last_op_end_ns(MicrosToNs(args["last_op_end_us"]));
+      OpKind op_kind;
+      if (args.contains("op_kind") && args["op_kind"].is_string() &&
+          OpKind_Parse(args["op_kind"].get<std::string>(), &op_kind)) {
+        s.set_op_kind(op_kind);
+      }
+      const int group = Arg<int>(args, "group", -1);
+      if (Group_IsValid(group)) s.set_group(static_cast<Group>(group));
+      if (args.contains("collective_seq")) s.set_collective_seq(Arg<uint32_t>(args, "collective_seq", 0));
       ordered.OnStatus(s);
       ++stats.statuses;
     } else if (ph == "i" && e.value("name", "") == "run_end") {

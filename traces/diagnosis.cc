@@ -293,7 +293,9 @@ DiagnosisReport DiagnosisEngine::Finish() {
     first_start[r] = s.timelines[r].FirstStartNsByStep(completed);
   }
   report.drift = FindDrift(first_start, stage_of, options_.drift_threshold_s);
-  if (s.links) report.slow_link = s.links->Finish(completed, options_.slow_transfer_threshold);
+  if (s.links) report.slow_link = s.links->Finish(completed, options_.slow_transfer_threshold,
+                                                          options_.slow_nic_threshold,
+                                                          options_.congested_min_ranks);
   if (report.run_failed) {
     report.hang = s.hang.Finish(completed, stage_of, s.layout ? &*s.layout : nullptr);
   }
@@ -302,10 +304,19 @@ DiagnosisReport DiagnosisEngine::Finish() {
   if (s.heartbeat_lost) {
     FailureFinding f;
     f.rank = s.heartbeat_lost->rank();
-    f.time_s = Seconds(s.heartbeat_lost->last_heartbeat_ns());
+    // Last sign of life: the later of the last heartbeat and the end of its last op (from the
+    // status, else from the trace's events): heartbeats are seconds apart, ops milliseconds.
+    const int64_t heartbeat_ns = s.heartbeat_lost->last_heartbeat_ns();
+    int64_t op_end_ns = s.heartbeat_lost->has_last_op_end_ns() ? s.heartbeat_lost->last_op_end_ns() : INT64_MIN;
+    if (f.rank >= 0 && f.rank < static_cast<int>(s.last_end_ns.size())) {
+      op_end_ns = std::max(op_end_ns, s.last_end_ns[f.rank]);
+    }
+    f.time_s = Seconds(std::max(heartbeat_ns, op_end_ns));
     f.detected_s = Seconds(s.heartbeat_lost->time_ns());
-    f.evidence = "heartbeat lost: last heartbeat at " + std::to_string(f.time_s) +
-                 " s, noticed at " + std::to_string(f.detected_s) + " s";
+    f.evidence = "heartbeat lost: last heartbeat at " + std::to_string(Seconds(heartbeat_ns)) + " s" +
+                 (op_end_ns > heartbeat_ns ? ", last op ended at " + std::to_string(Seconds(op_end_ns)) + " s"
+                                           : std::string()) +
+                 ", noticed at " + std::to_string(f.detected_s) + " s";
     report.failure = f;
   } else if (report.run_failed && ranks > 0) {
     FailureFinding f = SilentRank(s.last_end_ns, run_start);

@@ -71,6 +71,13 @@ struct DiagnosisOptions {
   // High by default: on a healthy simulated 1,024-GPU rail CLOS, persistent ECMP collisions make
   // some ranks' every flow up to 46% slower than the median.
   double slow_transfer_threshold = 0.5;
+  // The verdict on the suspects (slow_links.h): a rank alone above this excess is a slow NIC, two
+  // or more a congested link; this many suspects or more are a congested link whatever their
+  // excess; fewer, none above it, are the fabric's ordinary collisions (no finding). Measured on
+  // 1,024 simulated GPUs (tests/sim/diag_eval_test.cc): healthy runs up to 2 suspects at +73%; a
+  // NIC cable at 25% gives +108-137%; a pod's uplinks at 50%, 11-27 suspects.
+  double slow_nic_threshold = 0.9;
+  int congested_min_ranks = 6;
   // Launch skew must grow by more than this per step (and in most steps) to be reported as drift.
   double drift_threshold_s = 1e-3;
 };

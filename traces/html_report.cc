@@ -82,9 +82,14 @@ std::string BreakdownSvg(const Breakdown& b) {
   return svg + "</svg>";
 }
 
+}  // namespace
+
 // Rows: (stage, TP index); columns: DP replicas. Without a layout, ranks wrap in rows of 64.
 std::string HeatMapSvg(const HeatMap& m) {
-  if (m.compute_s.empty() || m.compute_s[0].empty()) return "<p>No completed step.</p>";
+  if (m.compute_s.empty() || m.compute_s[0].empty()) {
+    return "<svg width=\"300\" height=\"30\" xmlns=\"http://www.w3.org/2000/svg\"><text x=\"4\" y=\"20\" "
+           "font-size=\"12\">No completed step.</text></svg>";
+  }
   const int ranks = static_cast<int>(m.compute_s[0].size());
   std::vector<double> mean(ranks, 0);
   for (const auto& step : m.compute_s) {
@@ -146,6 +151,8 @@ std::string HeatMapSvg(const HeatMap& m) {
            100 * span);
   return svg + "</svg>";
 }
+
+namespace {
 
 std::string TimelineSvg(const StepTimeline& t) {
   const double span = static_cast<double>(std::max<int64_t>(1, t.end_ns - t.start_ns));

@@ -14,6 +14,11 @@ namespace megascale {
 
 std::string ReportToHtml(const DiagnosisReport& report);
 
+// The heat map alone as a standalone SVG document (what the HTML report embeds): rows are
+// (stage, TP index), columns DP replicas; colour is the rank's mean compute per completed step
+// against its stage's median. Without a layout, ranks wrap in rows of 64.
+std::string HeatMapSvg(const HeatMap& heatmap);
+
 // Writes ReportToHtml atomically (base/atomic_file.h).
 Status WriteHtmlReport(const DiagnosisReport& report, const std::string& path);
 

@@ -55,7 +55,9 @@ std::vector<std::string> SplitCsv(const std::string& line) {
   return cells;
 }
 
-Result<TraceHeader> ReadMeta(const std::string& meta_path) {
+}  // namespace
+
+Result<TraceHeader> ReadTraceMeta(const std::string& meta_path) {
   MS_ASSIGN_OR_RETURN(std::string text, ReadFile(meta_path));
   nlohmann::json meta;
   try {
@@ -90,15 +92,19 @@ Result<TraceHeader> ReadMeta(const std::string& meta_path) {
   h.set_model_flops_per_step(meta.value("model_flops_per_step", 0.0));
   h.set_hardware_flops_per_step(meta.value("hardware_flops_per_step", 0.0));
   h.set_tokens_per_step(meta.value("tokens_per_step", int64_t{0}));
-  if (meta.contains("steps_completed")) h.set_steps(meta["steps_completed"].get<int>());
+  if (meta.contains("steps_completed")) {
+    if (!meta["steps_completed"].is_number_integer() || meta["steps_completed"].get<int>() < 0) {
+      return Status::InvalidInput("metadata '" + meta_path + "': \"steps_completed\" = " +
+                                  meta["steps_completed"].dump() + ": must be an integer >= 0");
+    }
+    h.set_steps(meta["steps_completed"].get<int>());
+  }
   return h;
 }
 
-}  // namespace
-
 Result<ImportStats> ImportMegatronCsv(const std::string& csv_path, const std::string& meta_path,
                                       TraceSink* sink) {
-  MS_ASSIGN_OR_RETURN(TraceHeader header, ReadMeta(meta_path));
+  MS_ASSIGN_OR_RETURN(TraceHeader header, ReadTraceMeta(meta_path));
   std::ifstream in(csv_path);
   if (!in) return Status::NotFound("cannot read CSV trace '" + csv_path + "'");
   std::string line;

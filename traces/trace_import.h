@@ -31,6 +31,9 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
 // "model_flops_per_step", "hardware_flops_per_step", "tokens_per_step", "steps_completed".
 Result<ImportStats> ImportMegatronCsv(const std::string& csv_path, const std::string& meta_path,
                                       TraceSink* sink);
+// The metadata JSON above as a TraceHeader (steps_completed in `steps`); InvalidInput names the
+// file, the key, its value and the rule.
+Result<TraceHeader> ReadTraceMeta(const std::string& meta_path);
 
 // The input formats the diagnosis reads.
 enum class TraceFormat { kAuto, kNative, kChrome, kMegatronCsv };
@@ -38,7 +41,11 @@ enum class TraceFormat { kAuto, kNative, kChrome, kMegatronCsv };
 struct TraceInput {
   std::string path;
   TraceFormat format = TraceFormat::kAuto;  // kAuto: DetectTraceFormat
-  std::string meta_path;                    // kMegatronCsv only
+  // Metadata JSON (ReadTraceMeta). Required for kMegatronCsv. For kChrome, optional: its layout
+  // (dp, pp, tp, vpp, rank_order) replaces the trace's, and its other non-empty fields fill or
+  // replace the header's (a Chrome trace from another tool has no layout, FLOPs or peak). Our own
+  // format carries its header: a metadata file is an error there.
+  std::string meta_path;
 };
 
 // "auto", "trace" (ours), "chrome", "csv"; InvalidInput names the value and the choices.

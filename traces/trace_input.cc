@@ -5,6 +5,40 @@
 #include "traces/trace_io.h"
 
 namespace megascale {
+namespace {
+
+// Passes everything on, with the header overlaid by the metadata file's (TraceInput::meta_path).
+class MetaHeaderSink : public TraceSink {
+ public:
+  MetaHeaderSink(const TraceHeader& meta, TraceSink* next) : meta_(meta), next_(next) {}
+  void OnHeader(const TraceHeader& h) override {
+    TraceHeader merged = h;
+    merged.set_tp(meta_.tp());
+    merged.set_pp(meta_.pp());
+    merged.set_dp(meta_.dp());
+    merged.set_virtual_stages(meta_.virtual_stages());
+    merged.set_rank_order(meta_.rank_order());
+    merged.set_world_size(meta_.world_size());
+    if (!meta_.scenario_name().empty()) merged.set_scenario_name(meta_.scenario_name());
+    if (!meta_.gpu().empty()) merged.set_gpu(meta_.gpu());
+    if (meta_.peak_flops_per_gpu() > 0) merged.set_peak_flops_per_gpu(meta_.peak_flops_per_gpu());
+    if (meta_.model_flops_per_step() > 0) merged.set_model_flops_per_step(meta_.model_flops_per_step());
+    if (meta_.hardware_flops_per_step() > 0) {
+      merged.set_hardware_flops_per_step(meta_.hardware_flops_per_step());
+    }
+    if (meta_.tokens_per_step() > 0) merged.set_tokens_per_step(meta_.tokens_per_step());
+    next_->OnHeader(merged);
+  }
+  void OnEvent(const TraceEvent& e) override { next_->OnEvent(e); }
+  void OnStatus(const RankStatus& s) override { next_->OnStatus(s); }
+  void OnEnd(const RunEnd& e) override { next_->OnEnd(e); }
+
+ private:
+  TraceHeader meta_;
+  TraceSink* next_;
+};
+
+}  // namespace
 
 Result<TraceFormat> ParseTraceFormat(const std::string& name) {
   if (name == "auto") return TraceFormat::kAuto;
@@ -37,7 +71,12 @@ Result<ImportStats> ReplayInput(const TraceInput& input, TraceSink* sink) {
     MS_ASSIGN_OR_RETURN(format, DetectTraceFormat(input.path));
   }
   switch (format) {
-    case TraceFormat::kChrome: return ImportChromeTrace(input.path, sink);
+    case TraceFormat::kChrome: {
+      if (input.meta_path.empty()) return ImportChromeTrace(input.path, sink);
+      MS_ASSIGN_OR_RETURN(TraceHeader meta, ReadTraceMeta(input.meta_path));
+      MetaHeaderSink overlay(meta, sink);
+      return ImportChromeTrace(input.path, &overlay);
+    }
     case TraceFormat::kMegatronCsv:
       if (input.meta_path.empty()) {
         return Status::InvalidInput("CSV trace '" + input.path + "' needs its metadata file (dp, pp, "
@@ -46,6 +85,11 @@ Result<ImportStats> ReplayInput(const TraceInput& input, TraceSink* sink) {
       return ImportMegatronCsv(input.path, input.meta_path, sink);
     case TraceFormat::kNative:
     case TraceFormat::kAuto: break;
+  }
+  if (!input.meta_path.empty()) {
+    return Status::BadField("meta", "'" + input.meta_path + "'",
+                            "only a CSV or Chrome trace takes a metadata file; '" + input.path +
+                                "' is a megascale trace, which carries its own header");
   }
   MS_RETURN_IF_ERROR(ReplayTrace(input.path, sink));
   return ImportStats{};

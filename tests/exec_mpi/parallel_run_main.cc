@@ -31,12 +31,13 @@ int Main(int argc, char** argv) {
   testing::TinySpec t;
   std::string optimizer = "adam", trace, corpus = testing::ShippedCorpus();
   std::vector<std::string> expect_error;
-  bool check = false, no_sp = false;
+  bool check = false, no_sp = false, no_dp_overlap = false;
   CLI::App app{"exec MPI test driver"};
   app.add_option("--tp", t.tp);
   app.add_option("--pp", t.pp);
   app.add_option("--dp", t.dp);
   app.add_option("--vp", t.vp);
+  app.add_flag("--no-dp-overlap", no_dp_overlap);
   app.add_option("--layers", t.layers);
   app.add_option("--micro-batch", t.micro_batch);
   app.add_option("--global-batch", t.global_batch);
@@ -67,6 +68,7 @@ int Main(int argc, char** argv) {
     if (root) std::fprintf(stderr, "error: %s\n", plan.status().message().c_str());
     return 1;
   }
+  if (no_dp_overlap) plan->mutable_layout()->mutable_overlap()->set_dp(false);
   RunOptions o = testing::TinyOptions(t.optimizer);
   o.corpus = corpus;
   o.gather_params = check;

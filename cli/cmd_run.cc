@@ -1,0 +1,141 @@
+// `megascale run SCENARIO`: trains the scenario's plan for real (exec/run_training.h) on the ranks
+// the launcher started, with the run block's device, data and hyper-parameters (docs/run.md).
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <numeric>
+
+#include "cli/commands.h"
+#include "cli/views.h"
+#include "exec/device_factory.h"
+#include "exec/mpi_communicator.h"
+#include "exec/parallel_groups.h"
+#include "exec/run_spec.h"
+#include "exec/run_training.h"
+#include "planner/metrics.h"
+#include "planner/plan_builder.h"
+#include "traces/trace_io.h"
+
+namespace megascale::cli {
+namespace {
+
+int g_world_rank = -1;  // this process's world rank once the world is open
+
+// Before the world is open (a bad scenario, a device that cannot open), the launcher's own
+// variables say which process is rank 0.
+int LauncherRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  }
+  return 0;
+}
+
+// The steady-state step time: step 0 also pays for first touches of memory and the first
+// prefetch, so it is left out when there is more than one step.
+double SteadyStepTime(const std::vector<double>& seconds) {
+  if (seconds.empty()) return 0;
+  const size_t from = seconds.size() > 1 ? 1 : 0;
+  return std::accumulate(seconds.begin() + from, seconds.end(), 0.0) / static_cast<double>(seconds.size() - from);
+}
+
+float MeanOfLast(const std::vector<float>& v, size_t n) {
+  n = std::min(n, v.size());
+  if (n == 0) return 0;
+  return std::accumulate(v.end() - n, v.end(), 0.0f) / static_cast<float>(n);
+}
+
+}  // namespace
+
+bool PrintsRunErrors() { return (g_world_rank >= 0 ? g_world_rank : LauncherRank()) == 0; }
+
+Status RunRun(const RunArgs& args) {
+  MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
+  if (args.steps < 0) return Status::BadField("--steps", std::to_string(args.steps), "must be > 0");
+  MS_ASSIGN_OR_RETURN(Plan plan, BuildPlan(scenario));
+  const RunSpec& spec = scenario.run();
+  exec::RunOptions options = exec::RunOptionsFromSpec(spec);
+  options.steps = args.steps;  // 0: the plan's training.steps
+  const int steps = args.steps > 0 ? args.steps : plan.training().steps();
+
+  // The GPU is chosen before the world opens (NCCL binds to the current device).
+  MS_ASSIGN_OR_RETURN(options.device, exec::OpenDevice(spec.device(), exec::LocalRank()));
+  MS_ASSIGN_OR_RETURN(std::unique_ptr<exec::Communicator> world, exec::OpenWorldFor(spec.device()));
+  g_world_rank = world->rank();
+  const bool root = world->rank() == 0;
+
+  // Rank 0 writes the trace; every rank learns whether it could open it before the first step.
+  const std::string trace = args.trace.empty() ? scenario.outputs().trace() : args.trace;
+  std::unique_ptr<TraceFileWriter> writer;
+  Status opened;
+  if (root && !trace.empty()) {
+    Result<std::unique_ptr<TraceFileWriter>> created = TraceFileWriter::Create(trace);
+    if (created.ok()) writer = std::move(*created);
+    else opened = created.status();
+  }
+  MS_RETURN_IF_ERROR(exec::AgreeOnStatus(world.get(), opened));
+
+  std::vector<double> step_seconds;
+  options.on_step = [&](const exec::StepDone& d) {
+    step_seconds.push_back(d.seconds);
+    if (root && !args.quiet) {
+      std::fprintf(stderr, "step %d/%d  loss %.4f  grad norm %.3f  %.3f s\n", d.step + 1, steps, d.loss,
+                   d.grad_norm, d.seconds);
+    }
+  };
+  Result<exec::TrainingReport> run = exec::Train(plan, options, world.get(), writer.get());
+  if (!run.ok() && run.status().code() == Status::Code::kFailedRun) {
+    // Peers may be blocked in a collective: this rank reports and ends the whole job. The trace
+    // (rank 0) keeps the steps done and the failure, for `megascale diagnose`.
+    if (writer) (void)writer->Close();
+    std::cerr << "megascale: error: " << run.status().message() << std::endl;
+    exec::AbortWorld(1);
+  }
+  MS_RETURN_IF_ERROR(run.status());
+  if (writer) MS_RETURN_IF_ERROR(writer->Close());
+  if (!root) return Status::Ok();
+
+  const double step_s = SteadyStepTime(step_seconds);
+  const double tokens_per_s = TokensPerSecond(plan.tokens_per_step(), step_s);
+  const double peak = plan.cluster().peak_tflops() * 1e12;
+  const double mfu = Mfu(plan.model_flops_per_step(), plan.world_size(), peak, step_s);
+  const std::vector<float>& losses = run->losses;
+  if (args.json) {
+    nlohmann::json j;
+    j["scenario"] = scenario.name();
+    j["world_size"] = world->size();
+    j["device"] = spec.device();
+    j["layout"] = LayoutJson(plan);
+    j["corpus"] = options.corpus;
+    j["prefetch"] = options.data.prefetch;
+    j["one_reader_per_node"] = options.data.one_reader_per_node;
+    j["steps"] = losses.size();
+    j["losses"] = losses;
+    j["grad_norms"] = run->grad_norms;
+    j["step_times_s"] = step_seconds;
+    j["step_time_s"] = step_s;
+    j["tokens_per_s"] = tokens_per_s;
+    j["mfu"] = mfu;
+    j["peak_flops_per_gpu"] = peak;
+    j["wall_s"] = run->wall_s;
+    j["trace"] = trace;
+    std::cout << j.dump(2) << "\n";
+    return Status::Ok();
+  }
+  std::printf("scenario      %s\n", scenario.name().c_str());
+  std::printf("layout        %s\n", LayoutLine(plan).c_str());
+  std::printf("device        %s, %d rank%s\n", spec.device().c_str(), world->size(), world->size() == 1 ? "" : "s");
+  std::printf("data          %s (prefetch %s, %s)\n", options.corpus.c_str(), options.data.prefetch ? "on" : "off",
+              options.data.one_reader_per_node ? "one reader per TP group" : "every rank reads");
+  if (!losses.empty()) {
+    std::printf("loss          %.4f at step 1 -> %.4f at step %zu (mean of the last 10: %.4f)\n", losses.front(),
+                losses.back(), losses.size(), MeanOfLast(losses, 10));
+  }
+  std::printf("step          %.4f s (mean after the first), %.0f tokens/s, MFU %.3g%% of %s peak\n", step_s,
+              tokens_per_s, 100 * mfu, plan.cluster().gpu().c_str());
+  std::printf("wall          %.2f s for %zu steps\n", run->wall_s, losses.size());
+  if (!trace.empty()) std::printf("trace         %s\n", trace.c_str());
+  return Status::Ok();
+}
+
+}  // namespace megascale::cli

@@ -1,0 +1,125 @@
+// Elementwise and per-column kernels. Reductions over rows (embedding and bias gradients) give each
+// column to one thread that adds the rows in row order, as the CPU reference does: no atomics, so
+// the results are deterministic and equal the reference up to FMA contraction.
+#include <cmath>
+
+#include "exec/cuda/kernels.h"
+
+namespace megascale {
+namespace exec {
+namespace cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int Blocks(size_t n) {
+  const size_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 65535 ? b : 65535);  // grid-stride loops cover the rest
+}
+
+#define MS_GRID_STRIDE(i, n) \
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < (n); i += gridDim.x * static_cast<size_t>(blockDim.x))
+
+__global__ void AddKernel(float* dst, const float* src, size_t n) {
+  MS_GRID_STRIDE(i, n) dst[i] += src[i];
+}
+
+__global__ void EmbeddingForwardKernel(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                                       int T, int C, size_t n) {
+  MS_GRID_STRIDE(i, n) {
+    const size_t row = i / C, c = i % C;
+    const int t = static_cast<int>(row % T);
+    out[i] = wte[static_cast<size_t>(tokens[row]) * C + c] + wpe[static_cast<size_t>(t) * C + c];
+  }
+}
+
+// One thread per channel c, rows in (b, t) order: repeated tokens add up without races.
+__global__ void EmbeddingBackwardKernel(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                                        int BT, int T, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  for (int row = 0; row < BT; ++row) {
+    const float d = dout[static_cast<size_t>(row) * C + c];
+    dwte[static_cast<size_t>(tokens[row]) * C + c] += d;
+    dwpe[static_cast<size_t>(row % T) * C + c] += d;
+  }
+}
+
+__global__ void BiasForwardKernel(float* out, const float* b, int OC, size_t n) {
+  MS_GRID_STRIDE(i, n) out[i] += b[i % OC];
+}
+
+__global__ void BiasBackwardKernel(float* db, const float* dout, int N, int OC) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= OC) return;
+  float acc = 0.0f;
+  for (int n = 0; n < N; ++n) acc += dout[static_cast<size_t>(n) * OC + j];
+  db[j] += acc;
+}
+
+// GPT-2's tanh GeLU, the constants of exec/gelu.cc.
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
+constexpr float kGeluCube = 0.044715f;
+
+__global__ void GeluForwardKernel(float* out, const float* inp, size_t n) {
+  MS_GRID_STRIDE(i, n) {
+    const float x = inp[i];
+    out[i] = 0.5f * x * (1.0f + tanhf(kGeluScale * (x + kGeluCube * x * x * x)));
+  }
+}
+
+__global__ void GeluBackwardKernel(float* dinp, const float* inp, const float* dout, size_t n) {
+  MS_GRID_STRIDE(i, n) {
+    const float x = inp[i];
+    const float th = tanhf(kGeluScale * (x + kGeluCube * x * x * x));
+    const float sech2 = 1.0f - th * th;
+    const float du = kGeluScale * (1.0f + 3.0f * kGeluCube * x * x);
+    dinp[i] += dout[i] * (0.5f * (1.0f + th) + 0.5f * x * sech2 * du);
+  }
+}
+
+__global__ void ResidualForwardKernel(float* out, const float* a, const float* b, size_t n) {
+  MS_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+}
+
+}  // namespace
+
+void LaunchAdd(float* dst, const float* src, size_t n, cudaStream_t stream) {
+  AddKernel<<<Blocks(n), kThreads, 0, stream>>>(dst, src, n);
+}
+
+void LaunchEmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                            int C, cudaStream_t stream) {
+  const size_t n = static_cast<size_t>(B) * T * C;
+  EmbeddingForwardKernel<<<Blocks(n), kThreads, 0, stream>>>(out, tokens, wte, wpe, T, C, n);
+}
+
+void LaunchEmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+                             int C, cudaStream_t stream) {
+  EmbeddingBackwardKernel<<<Blocks(C), kThreads, 0, stream>>>(dwte, dwpe, dout, tokens, B * T, T, C);
+}
+
+void LaunchBiasForward(float* out, const float* b, int N, int OC, cudaStream_t stream) {
+  const size_t n = static_cast<size_t>(N) * OC;
+  BiasForwardKernel<<<Blocks(n), kThreads, 0, stream>>>(out, b, OC, n);
+}
+
+void LaunchBiasBackward(float* db, const float* dout, int N, int OC, cudaStream_t stream) {
+  BiasBackwardKernel<<<Blocks(OC), kThreads, 0, stream>>>(db, dout, N, OC);
+}
+
+void LaunchGeluForward(float* out, const float* inp, int n, cudaStream_t stream) {
+  GeluForwardKernel<<<Blocks(n), kThreads, 0, stream>>>(out, inp, n);
+}
+
+void LaunchGeluBackward(float* dinp, const float* inp, const float* dout, int n, cudaStream_t stream) {
+  GeluBackwardKernel<<<Blocks(n), kThreads, 0, stream>>>(dinp, inp, dout, n);
+}
+
+void LaunchResidualForward(float* out, const float* a, const float* b, int n, cudaStream_t stream) {
+  ResidualForwardKernel<<<Blocks(n), kThreads, 0, stream>>>(out, a, b, n);
+}
+
+}  // namespace cuda
+}  // namespace exec
+}  // namespace megascale

@@ -1,0 +1,53 @@
+// Launchers of the CUDA kernels behind CudaDevice (exec/cuda/cuda_device.h), one per reference
+// kernel of exec/ and with its shapes and accumulate-into-gradient contract (exec/embedding.h,
+// exec/layernorm.h, exec/attention.h, ...). Each enqueues on `stream` and returns at once; the
+// caller checks the launch (cudaGetLastError) and synchronizes. Pointers are device (or managed)
+// memory, token ids included. Sizes > 0. Thread-safety: that of the stream.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "exec/attention.h"
+
+namespace megascale {
+namespace exec {
+namespace cuda {
+
+// Elementwise and per-column kernels (elementwise_kernels.cu).
+void LaunchAdd(float* dst, const float* src, size_t n, cudaStream_t stream);
+void LaunchEmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                            int C, cudaStream_t stream);
+void LaunchEmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+                             int C, cudaStream_t stream);
+void LaunchBiasForward(float* out, const float* b, int N, int OC, cudaStream_t stream);
+void LaunchBiasBackward(float* db, const float* dout, int N, int OC, cudaStream_t stream);
+void LaunchGeluForward(float* out, const float* inp, int n, cudaStream_t stream);
+void LaunchGeluBackward(float* dinp, const float* inp, const float* dout, int n, cudaStream_t stream);
+void LaunchResidualForward(float* out, const float* a, const float* b, int n, cudaStream_t stream);
+
+// LayerNorm (layernorm_kernels.cu).
+void LaunchLayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                            const float* b, int N, int C, cudaStream_t stream);
+void LaunchLayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                             const float* w, const float* mean, const float* rstd, int N, int C,
+                             cudaStream_t stream);
+
+// Attention (attention_kernels.cu). scratch: B * heads * T floats, overwritten.
+void LaunchAttentionForward(float* out, float* att, const float* qkv, const AttentionShape& s,
+                            cudaStream_t stream);
+void LaunchAttentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                             const AttentionShape& s, float* scratch, cudaStream_t stream);
+
+// Cross-entropy (cross_entropy_kernels.cu). row_loss: N floats, each row's -log p[target]; the
+// caller averages them on the host in double, as the reference does.
+void LaunchCrossEntropyForward(float* probs, float* row_loss, const float* logits, const int32_t* targets, int N,
+                               int V, cudaStream_t stream);
+void LaunchCrossEntropyBackward(float* dlogits, const float* probs, const int32_t* targets, float dloss, int N,
+                                int V, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace exec
+}  // namespace megascale

@@ -1,0 +1,38 @@
+// Rules and defaults of the run block.
+#include "planner/validate_run.h"
+
+#include <cmath>
+
+#include "planner/validate_util.h"
+
+namespace megascale::validation {
+
+Status ResolveRun(RunSpec* r) {
+  if (r->device() != "cpu" && r->device() != "cuda") {
+    return Status::BadField("run.device", "\"" + r->device() + "\"", "must be \"cpu\" or \"cuda\"");
+  }
+  MS_CHECK_FIELD(r->lr() > 0 && std::isfinite(r->lr()), "run.lr", r->lr(), "must be > 0 and finite");
+  MS_CHECK_FIELD(r->beta1() >= 0 && r->beta1() < 1, "run.beta1", r->beta1(), "must be in [0, 1)");
+  MS_CHECK_FIELD(r->beta2() >= 0 && r->beta2() < 1, "run.beta2", r->beta2(), "must be in [0, 1)");
+  MS_CHECK_FIELD(r->eps() > 0 && std::isfinite(r->eps()), "run.eps", r->eps(), "must be > 0 and finite");
+  MS_CHECK_FIELD(r->weight_decay() >= 0 && std::isfinite(r->weight_decay()), "run.weight_decay",
+                 r->weight_decay(), "must be >= 0 and finite");
+  MS_CHECK_FIELD(r->clip_norm() >= 0 && std::isfinite(r->clip_norm()), "run.clip_norm", r->clip_norm(),
+                 "must be >= 0 and finite (0 = no clipping)");
+  // Every default written out (the corpus stays "" = the shipped one, resolved where the run starts).
+  r->set_corpus(r->corpus());
+  r->set_device(r->device());
+  r->set_lr(r->lr());
+  r->set_beta1(r->beta1());
+  r->set_beta2(r->beta2());
+  r->set_eps(r->eps());
+  r->set_weight_decay(r->weight_decay());
+  r->set_clip_norm(r->clip_norm());
+  r->set_param_seed(r->param_seed());
+  r->set_data_seed(r->data_seed());
+  r->set_prefetch(r->prefetch());
+  r->set_one_reader_per_node(r->one_reader_per_node());
+  return Status::Ok();
+}
+
+}  // namespace megascale::validation

@@ -1,0 +1,15 @@
+// Rules and defaults of the run block (planner/scenario.proto RunSpec), the part of a scenario only
+// `megascale run` reads. Called by ResolveScenario; thread-safe (no shared state).
+#pragma once
+
+#include "base/status.h"
+#include "planner/scenario.pb.h"
+
+namespace megascale::validation {
+
+// Checks run's rules (BadField naming run.<field>, its value and the rule) and writes every default
+// into the block, so `megascale validate` shows what a run will use. The corpus path is not opened
+// here: the file may exist only on the machines the job runs on.
+Status ResolveRun(RunSpec* r);
+
+}  // namespace megascale::validation

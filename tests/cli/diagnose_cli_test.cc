@@ -1,0 +1,214 @@
+// `megascale diagnose` through the binary: each flag does what it says (format, meta, html,
+// heatmap, json, straggler threshold), and bad values get one error line and exit code 2 with no
+// output file left behind.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "tests/cli/cli_runner.h"
+
+namespace megascale {
+namespace {
+
+using nlohmann::json;
+using testing::FileExists;
+using testing::RunCli;
+using testing::Slurp;
+using testing::WriteTemp;
+
+std::string Temp(const std::string& name) {
+  return ::testing::TempDir() + "/diag_cli_" + std::to_string(::getpid()) + "_" + name;
+}
+
+// straggler-64: rank 37 computes at 90% speed (64 ranks, TP 4 x PP 2 x DP 8, 2 steps). Simulated
+// once per test process into a trace and its Chrome export.
+struct Traces {
+  std::string trace = Temp("s64.trace");
+  std::string chrome = Temp("s64.json");
+};
+
+const Traces& StragglerTraces() {
+  static const Traces t = [] {
+    Traces t;
+    auto r = RunCli("simulate -q " + std::string(MEGASCALE_SOURCE_DIR) +
+                    "/scenarios/straggler-64.textproto --trace " + t.trace + " --chrome " + t.chrome);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return t;
+  }();
+  return t;
+}
+
+json Json(const testing::CliResult& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? json::parse(r.out) : json();
+}
+
+int Lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A 4-rank Megatron CSV (dp 4): 2 steps of forward then backward compute; rank 2 computes 10%
+// slower, so its peers' median is 1.0 and its slowdown 0.1.
+std::string StragglerCsv() {
+  std::ostringstream csv;
+  csv << "dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc\n";
+  for (int step = 0; step < 2; ++step) {
+    for (int rank = 0; rank < 4; ++rank) {
+      const double scale = rank == 2 ? 1.1 : 1.0;
+      const double t0 = step * 10.0;
+      csv << rank << ",0," << rank << "," << step << ",forward-compute," << t0 << "," << 1.0 * scale
+          << ",0,0,0,0\n";
+      csv << rank << ",0," << rank << "," << step << ",backward-compute," << t0 + 1.0 * scale << ","
+          << 2.0 * scale << ",1,0,0,0\n";
+    }
+  }
+  return csv.str();
+}
+
+const char* kCsvMeta = R"({"dp": 4, "pp": 1, "tp": 1, "vpp": 1, "scenario_name": "csv-four"})";
+
+TEST(DiagnoseCli, TextByDefaultJsonWithFlag) {
+  const Traces& t = StragglerTraces();
+  auto text = RunCli("diagnose " + t.trace);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("37"), std::string::npos) << text.out;
+  EXPECT_THROW(json::parse(text.out), json::parse_error) << "the default output is text";
+  json j = Json(RunCli("diagnose --json " + t.trace));
+  ASSERT_EQ(j["stragglers"].size(), 1u) << j["stragglers"].dump();
+  EXPECT_EQ(j["stragglers"][0]["rank"], 37);
+  EXPECT_FALSE(j["what_if"].empty()) << "the CLI runs the what-if pass";
+}
+
+TEST(DiagnoseCli, StragglerThresholdIsApplied) {
+  const Traces& t = StragglerTraces();
+  // Rank 37 is ~11% slower: above 0.05, below 0.5.
+  EXPECT_EQ(Json(RunCli("diagnose --json --straggler-threshold 0.05 " + t.trace))["stragglers"].size(), 1u);
+  EXPECT_TRUE(Json(RunCli("diagnose --json --straggler-threshold 0.5 " + t.trace))["stragglers"].empty());
+}
+
+TEST(DiagnoseCli, ChromeTraceGivesTheSameFindingsAutoOrForced) {
+  const Traces& t = StragglerTraces();
+  json ours = Json(RunCli("diagnose --json " + t.trace));
+  for (const std::string format : {"", "--format chrome "}) {
+    json chrome = Json(RunCli("diagnose --json " + format + t.chrome));
+    ASSERT_EQ(chrome["stragglers"].size(), 1u) << format;
+    EXPECT_EQ(chrome["stragglers"][0]["rank"], 37) << format;
+    EXPECT_DOUBLE_EQ(chrome["iteration_time_s"].get<double>(), ours["iteration_time_s"].get<double>());
+  }
+}
+
+TEST(DiagnoseCli, MetaFillsWhatAChromeTraceLacks) {
+  const Traces& t = StragglerTraces();
+  const std::string meta = WriteTemp("diag_cli_chrome_meta.json",
+                                     R"({"dp": 8, "pp": 2, "tp": 4, "vpp": 1, "scenario_name": "from-meta",
+                                         "peak_flops_per_gpu": 1e15})");
+  json plain = Json(RunCli("diagnose --json " + t.chrome));
+  json with_meta = Json(RunCli("diagnose --json --meta " + meta + " " + t.chrome));
+  EXPECT_EQ(with_meta["scenario_name"], "from-meta");
+  // MFU is model FLOPs over peak: the meta's 1 PFLOP/s replaces the A100's 312 TFLOP/s.
+  EXPECT_NEAR(with_meta["mfu"].get<double>(), plain["mfu"].get<double>() * 312e12 / 1e15,
+              1e-9 * plain["mfu"].get<double>());
+}
+
+TEST(DiagnoseCli, CsvWithMetaAutoAndForced) {
+  const std::string csv = WriteTemp("diag_cli.csv", StragglerCsv());
+  const std::string meta = WriteTemp("diag_cli_meta.json", kCsvMeta);
+  for (const std::string format : {"", "--format csv "}) {
+    json j = Json(RunCli("diagnose --json " + format + "--meta " + meta + " " + csv));
+    EXPECT_EQ(j["scenario_name"], "csv-four");
+    EXPECT_EQ(j["world_size"], 4);
+    ASSERT_EQ(j["stragglers"].size(), 1u) << j.dump();
+    EXPECT_EQ(j["stragglers"][0]["rank"], 2);
+    EXPECT_NEAR(j["stragglers"][0]["slowdown"].get<double>(), 0.1, 1e-6);
+  }
+}
+
+TEST(DiagnoseCli, HtmlReportIsWritten) {
+  const std::string html = Temp("report.html");
+  std::remove(html.c_str());
+  auto r = RunCli("diagnose " + StragglerTraces().trace + " --html " + html);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string page = Slurp(html);
+  EXPECT_NE(page.find("<html"), std::string::npos);
+  EXPECT_GE(Count(page, "<svg"), 2) << "breakdown, heat map, timeline";
+  EXPECT_NE(page.find("rank 37"), std::string::npos);
+}
+
+TEST(DiagnoseCli, HeatmapCsvHasOneLinePerRankAndStep) {
+  const std::string csv = Temp("heat.csv");
+  std::remove(csv.c_str());
+  ASSERT_EQ(RunCli("diagnose " + StragglerTraces().trace + " --heatmap " + csv).exit_code, 0);
+  const std::string text = Slurp(csv);
+  EXPECT_EQ(text.substr(0, text.find('\n')), "step,rank,dp,pp,tp,compute_s");
+  EXPECT_EQ(Lines(text), 1 + 64 * 2) << "header, then 64 ranks x 2 completed steps";
+}
+
+TEST(DiagnoseCli, HeatmapSvgHasOneCellPerRank) {
+  const std::string svg = Temp("heat.svg");
+  std::remove(svg.c_str());
+  ASSERT_EQ(RunCli("diagnose " + StragglerTraces().trace + " --heatmap " + svg).exit_code, 0);
+  const std::string text = Slurp(svg);
+  EXPECT_EQ(text.rfind("<svg", 0), 0u) << "a standalone SVG document";
+  EXPECT_NE(text.find("xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  EXPECT_EQ(Count(text, "<rect"), 64);
+  EXPECT_NE(text.find("<title>rank 37:"), std::string::npos);
+}
+
+// One line "megascale: error: <field> = <value>: <rule>", exit 2, and no output file.
+void ExpectRejected(const std::string& args, const std::string& field, const std::string& out_file) {
+  std::remove(out_file.c_str());
+  auto r = RunCli(args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+  EXPECT_EQ(r.err.rfind("megascale: error: " + field + " = ", 0), 0u) << args << "\n" << r.err;
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(FileExists(out_file)) << args;
+}
+
+TEST(DiagnoseCli, BadValuesAreRejected) {
+  const std::string trace = StragglerTraces().trace;
+  const std::string html = Temp("bad.html");
+  ExpectRejected("diagnose --format xml --html " + html + " " + trace, "format", html);
+  ExpectRejected("diagnose --straggler-threshold -1 --html " + html + " " + trace, "--straggler-threshold", html);
+  ExpectRejected("diagnose --straggler-threshold abc --html " + html + " " + trace, "--straggler-threshold", html);
+  ExpectRejected("diagnose --html " + html + " " + Temp("missing.trace"), "trace", html);
+  ExpectRejected("diagnose --meta " + Temp("missing.json") + " --html " + html + " " + trace, "--meta", html);
+  ExpectRejected("diagnose --heatmap " + Temp("heat.png") + " " + trace, "--heatmap", Temp("heat.png"));
+  ExpectRejected("diagnose --html /no/such/folder/r.html " + trace, "--html", "/no/such/folder/r.html");
+  // A metadata file on our own format (which carries its header) is a mistake, not ignored.
+  const std::string meta = WriteTemp("diag_cli_meta2.json", kCsvMeta);
+  ExpectRejected("diagnose --meta " + meta + " --html " + html + " " + trace, "meta", html);
+}
+
+TEST(DiagnoseCli, BadInputFilesFailCleanly) {
+  const std::string html = Temp("bad_input.html");
+  std::remove(html.c_str());
+  // A CSV without its metadata.
+  const std::string csv = WriteTemp("diag_cli2.csv", StragglerCsv());
+  auto r = RunCli("diagnose --html " + html + " " + csv);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("metadata"), std::string::npos) << r.err;
+  // Corrupt metadata.
+  const std::string meta = WriteTemp("diag_cli_meta3.json", R"({"dp": 0, "pp": 1, "tp": 1, "vpp": 1})");
+  r = RunCli("diagnose --meta " + meta + " --html " + html + " " + csv);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("\"dp\" = 0"), std::string::npos) << r.err;
+  // A Chrome trace read as ours is corrupt.
+  r = RunCli("diagnose --format trace --html " + html + " " + StragglerTraces().chrome);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("megascale: error: ", 0), 0u) << r.err;
+  EXPECT_FALSE(FileExists(html)) << "no report from a failed diagnosis";
+}
+
+}  // namespace
+}  // namespace megascale

@@ -1,0 +1,112 @@
+// `megascale run` at world size 1 (no mpirun) and its bad input; the 8-rank runs under mpirun are in
+// tests/exec_mpi/run_cli_test.cc.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/device_factory.h"
+#include "tests/cli/cli_runner.h"
+
+namespace megascale {
+namespace {
+
+using testing::RunCli;
+using testing::WriteTemp;
+
+// One rank, the shipped corpus (run.corpus left empty), a GPT small enough for a few steps.
+const char* kOneRank = R"(
+name: "run-1"
+cluster { gpu: "A100" num_gpus: 1 gpus_per_node: 1 fabric: NONBLOCKING }
+model { layers: 2 hidden: 32 heads: 4 seq_len: 16 vocab: 256 }
+training { global_batch: 4 micro_batch: 1 steps: 3 }
+layout { tp: 1 pp: 1 dp: 1 }
+run { lr: 3e-3 }
+)";
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// The one-rank scenario with more fields in its run block.
+std::string With(const std::string& extra, const std::string& name) {
+  return WriteTemp(name, Replace(kOneRank, "run { lr: 3e-3 }", "run { lr: 3e-3 " + extra + " }"));
+}
+
+void ExpectOneError(const testing::CliResult& r, const std::vector<std::string>& parts) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("megascale: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  for (const auto& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << p << " in " << r.err;
+}
+
+TEST(Run, WorldOfOneWithoutMpirunTrainsOnTheShippedCorpus) {
+  auto r = RunCli("run -q --json --steps 4 " + WriteTemp("run1.textproto", kOneRank));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("world_size"), 1);
+  EXPECT_EQ(j.at("losses").size(), 4u);  // --steps overrides training.steps (3)
+  EXPECT_NE(j.at("corpus").get<std::string>().find("exec/data/pride_and_prejudice_ch1.txt"), std::string::npos);
+  EXPECT_EQ(r.err, "");  // -q: no progress lines
+}
+
+TEST(Run, ProgressLinesAndSummary) {
+  auto r = RunCli("run " + WriteTemp("run1p.textproto", kOneRank));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"step 1/3  loss ", "step 3/3  loss "}) {
+    EXPECT_NE(r.err.find(line), std::string::npos) << line << " in " << r.err;
+  }
+  for (const char* part : {"loss ", "tokens/s", "MFU"}) EXPECT_NE(r.out.find(part), std::string::npos) << r.out;
+}
+
+TEST(Run, SwitchesOffGiveTheSameLosses) {
+  // The data pipeline's switches change who draws the rows, not which rows.
+  auto on = RunCli("run -q --json " + WriteTemp("run_on.textproto", kOneRank));
+  auto off = RunCli("run -q --json " + With("prefetch: false one_reader_per_node: false", "run_off.textproto"));
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(nlohmann::json::parse(on.out).at("losses"), nlohmann::json::parse(off.out).at("losses"));
+}
+
+TEST(Run, CudaWithoutCudaNamesRunDevice) {
+  // A CPU-only build, or a CUDA build on a machine without a GPU: one line naming run.device.
+  auto r = RunCli("run -q " + With("device: \"cuda\"", "run_cuda.textproto"));
+  if (exec::CudaBuilt() && r.exit_code == 0) GTEST_SKIP() << "a GPU is visible: the run trained on it";
+  ExpectOneError(r, {"run.device = cuda", exec::CudaBuilt() ? "no NVIDIA GPU is visible" : "built without CUDA"});
+}
+
+TEST(Run, UnknownDeviceIsRejectedByValidation) {
+  ExpectOneError(RunCli("run " + With("device: \"tpu\"", "run_tpu.textproto")),
+                 {"run.device = \"tpu\"", "must be \"cpu\" or \"cuda\""});
+}
+
+TEST(Run, BadHyperParametersNameTheField) {
+  ExpectOneError(RunCli("validate " + With("beta2: 1", "run_beta2.textproto")), {"run.beta2 = 1", "[0, 1)"});
+  ExpectOneError(RunCli("validate " + With("clip_norm: -1", "run_clip.textproto")),
+                 {"run.clip_norm = -1", ">= 0"});
+}
+
+TEST(Run, MissingCorpusNamesThePath) {
+  ExpectOneError(RunCli("run " + With("corpus: \"/nonexistent/corpus.txt\"", "run_nocorpus.textproto")),
+                 {"/nonexistent/corpus.txt"});
+}
+
+TEST(Run, PlanForMoreRanksSaysHowToLaunch) {
+  const std::string text =
+      Replace(Replace(kOneRank, "num_gpus: 1 gpus_per_node: 1", "num_gpus: 2 gpus_per_node: 2"), "dp: 1", "dp: 2");
+  ExpectOneError(RunCli("run " + WriteTemp("run2.textproto", text)), {"the plan needs 2 ranks", "mpirun -np 2"});
+}
+
+TEST(Run, ValidateShowsTheRunDefaults) {
+  auto r = RunCli("validate " + WriteTemp("run_val.textproto", kOneRank));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* field : {"device: \"cpu\"", "beta2: 0.999", "prefetch: true", "one_reader_per_node: true"}) {
+    EXPECT_NE(r.out.find(field), std::string::npos) << field << " in " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace megascale
