@@ -5,15 +5,12 @@
 #include "exec/mpi_communicator.h"
 
 #ifdef MEGASCALE_HAVE_CUDA
-#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <unistd.h>
 
-#include <map>
+#include <vector>
 
-#include "exec/cuda/cuda_device.h"
-#include "exec/cuda/cuda_status.h"
-#ifdef MEGASCALE_HAVE_NCCL
-#include "exec/cuda/nccl_communicator.h"
-#endif
+#include "exec/cuda/cuda_plugin.h"
 #endif
 
 namespace megascale {
@@ -54,21 +51,45 @@ Result<std::unique_ptr<Communicator>> OpenWorldFor(const std::string& kind) {
 #else
 namespace {
 
-// The GPU of the process with node-local rank `local_rank`: round-robin over the visible GPUs.
-Result<int> GpuFor(int local_rank) {
-  int count = 0;
-  const cudaError_t code = cudaGetDeviceCount(&count);
-  if (code != cudaSuccess) {
-    cudaGetLastError();  // no driver or no device: not sticky, clear it
-    count = 0;
+// The plugin's path: $MEGASCALE_CUDA_PLUGIN, else beside the running binary, else where this
+// build put it (tests run from other folders).
+std::vector<std::string> PluginCandidates() {
+  std::vector<std::string> paths;
+  if (const char* env = std::getenv("MEGASCALE_CUDA_PLUGIN")) paths.emplace_back(env);
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.find_last_of('/') + 1);
+    paths.push_back(dir + "libmegascale_cuda.so");
   }
-  if (count <= 0) {
-    const std::string why = code != cudaSuccess ? std::string(cudaGetErrorName(code)) : "0 devices";
-    return Status::BadField("run.device", "cuda",
-                            "no NVIDIA GPU is visible (cudaGetDeviceCount: " + why +
-                                "); use \"cpu\" or run on a machine with a GPU (check CUDA_VISIBLE_DEVICES)");
+  paths.emplace_back(MEGASCALE_CUDA_PLUGIN_PATH);
+  return paths;
+}
+
+// Loads exec/cuda/cuda_plugin.h's library once per process; the handle is never closed.
+Result<const CudaPlugin*> Plugin() {
+  static const CudaPlugin* loaded = nullptr;
+  if (loaded != nullptr) return loaded;
+  std::string errors;
+  for (const std::string& path : PluginCandidates()) {
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      errors += std::string(errors.empty() ? "" : "; ") + ::dlerror();
+      continue;
+    }
+    using Entry = const CudaPlugin* (*)();
+    auto entry = reinterpret_cast<Entry>(::dlsym(handle, "megascale_cuda_plugin"));
+    if (entry == nullptr || entry()->version != CudaPlugin::kVersion) {
+      return Status::BadField("run.device", "cuda",
+                              path + " is not this build's CUDA plugin (rebuild megascale)");
+    }
+    loaded = entry();
+    return loaded;
   }
-  return (local_rank > 0 ? local_rank : 0) % count;
+  return Status::BadField("run.device", "cuda",
+                          "the CUDA plugin could not be loaded (" + errors +
+                              "); set MEGASCALE_CUDA_PLUGIN to libmegascale_cuda.so or use \"cpu\"");
 }
 
 }  // namespace
@@ -78,32 +99,16 @@ bool CudaBuilt() { return true; }
 Result<Device*> OpenDevice(const std::string& kind, int local_rank) {
   if (kind == "cpu") return CpuDevice();
   if (kind != "cuda") return NoSuchKind(kind);
-  MS_ASSIGN_OR_RETURN(int ordinal, GpuFor(local_rank));
-  // One device per GPU for the life of the process. Never destroyed: at exit the CUDA runtime may
-  // already be gone, and a device torn down after it fails.
-  static auto* devices = new std::map<int, CudaDevice*>();
-  auto it = devices->find(ordinal);
-  if (it == devices->end()) {
-    MS_ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device, CudaDevice::Create(ordinal));
-    it = devices->emplace(ordinal, device.release()).first;
-  }
-  return static_cast<Device*>(it->second);
+  MS_ASSIGN_OR_RETURN(const CudaPlugin* plugin, Plugin());
+  return plugin->open_device(local_rank);
 }
 
 Result<std::unique_ptr<Communicator>> OpenWorldFor(const std::string& kind) {
   if (kind == "cpu") return OpenWorld();
   if (kind != "cuda") return NoSuchKind(kind);
-#ifdef MEGASCALE_HAVE_NCCL
-  // NCCL binds a communicator to the current GPU: make it the one OpenDevice gives this rank.
-  MS_ASSIGN_OR_RETURN(int ordinal, GpuFor(LocalRank()));
-  MS_RETURN_IF_ERROR(MS_CUDA_STATUS(cudaSetDevice(ordinal)));
+  MS_ASSIGN_OR_RETURN(const CudaPlugin* plugin, Plugin());
   MS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> host, OpenWorld());
-  return NcclCommunicator::Create(std::move(host));
-#else
-  return Status::BadField("run.device", "cuda",
-                          "this megascale was built with CUDA but without NCCL (libnccl not found at configure "
-                          "time), so it cannot open a GPU world; use \"cpu\" or rebuild with NCCL installed");
-#endif
+  return plugin->open_world(std::move(host), LocalRank());
 }
 #endif
 
