@@ -5,7 +5,7 @@
 # Usage: bench/diag_eval.sh [BUILD_DIR] [CASES (default 1000)] [SEED (default 2)] [JOBS (default 2)]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${1:-$root/build-diag}"
+build="${1:-$root/build}"
 [[ -x "$build/tests/sim_tests" ]] || { echo "build sim_tests in '$build' first" >&2; exit 1; }
 export MEGASCALE_DIAG_EVAL_CASES="${2:-1000}" MEGASCALE_DIAG_EVAL_SEED="${3:-2}" MEGASCALE_DIAG_EVAL_JOBS="${4:-2}"
 start=$(date +%s)

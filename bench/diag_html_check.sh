@@ -5,7 +5,7 @@
 #   bench/diag_html_check.sh [BUILD_DIR] [OUT_DIR]   -> OUT_DIR/diag_report.html, .png
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${1:-$root/build-diag}"
+build="${1:-$root/build}"
 out="${2:-/tmp/diag_html_check}"
 mkdir -p "$out"
 browser="$(command -v chromium || command -v chromium-browser || true)"

@@ -6,7 +6,7 @@
 # Prints the events, the wall and CPU time and peak RSS of the diagnosis, and the events/s.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${1:-$root/build-diag}"
+build="${1:-$root/build}"
 mb="${2:-32}"
 steps="${3:-10}"
 [[ -x "$build/megascale" && -f "$build/libms_traces.a" ]] || { echo "build megascale in '$build' first" >&2; exit 1; }
