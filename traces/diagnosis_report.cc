@@ -139,7 +139,7 @@ std::string ReportToJson(const DiagnosisReport& r) {
 }
 
 std::string ReportToText(const DiagnosisReport& r) {
-  std::string out = "diagnosis of a " + (r.source.empty() ? std::string("?") : r.source) +
+  std::string out = "diagnosis of the " + (r.source.empty() ? std::string("?") : r.source) +
                     " trace" + (r.scenario_name.empty() ? "" : " of '" + r.scenario_name + "'") +
                     ": " + std::to_string(r.world_size) + " ranks, " +
                     std::to_string(r.steps_completed) + " steps completed" +
