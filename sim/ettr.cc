@@ -59,15 +59,20 @@ Tally Replay(const std::vector<double>& failures, double tau, const EttrModel& m
   return tally;
 }
 
-}  // namespace
+// Every trial's failure times, drawn once: each interval replays the same draws.
+std::vector<std::vector<double>> AllFailureTimes(const EttrModel& m) {
+  std::vector<std::vector<double>> draws(m.trials);
+  for (int trial = 0; trial < m.trials; ++trial) draws[trial] = FailureTimes(m, trial);
+  return draws;
+}
 
-EttrOutcome SimulateEttr(const EttrModel& m, int interval_steps) {
+EttrOutcome Outcome(const EttrModel& m, const std::vector<std::vector<double>>& draws,
+                    int interval_steps) {
   EttrOutcome out;
   out.interval_steps = interval_steps;
   const double tau = interval_steps * m.step_time_s;
   double sum = 0, sum_sq = 0;
-  for (int trial = 0; trial < m.trials; ++trial) {
-    const std::vector<double> failures = FailureTimes(m, trial);
+  for (const std::vector<double>& failures : draws) {
     const Tally t = Replay(failures, tau, m);
     const double ettr = t.kept / m.horizon_s;
     sum += ettr;
@@ -85,6 +90,12 @@ EttrOutcome SimulateEttr(const EttrModel& m, int interval_steps) {
   const double var = n > 1 ? std::max(0.0, (sum_sq - sum * sum / n) / (n - 1)) : 0;
   out.ettr_stderr = std::sqrt(var / n);
   return out;
+}
+
+}  // namespace
+
+EttrOutcome SimulateEttr(const EttrModel& m, int interval_steps) {
+  return Outcome(m, AllFailureTimes(m), interval_steps);
 }
 
 double YoungInterval(double delta_s, double mtbf_s) { return std::sqrt(2 * delta_s * mtbf_s); }
@@ -106,7 +117,8 @@ IntervalSearch SearchInterval(const EttrModel& m) {
     const int steps = std::max(1, static_cast<int>(std::lround(s)));
     if (grid.empty() || steps > grid.back()) grid.push_back(steps);
   }
-  for (int steps : grid) out.curve.push_back(SimulateEttr(m, steps));
+  const std::vector<std::vector<double>> draws = AllFailureTimes(m);
+  for (int steps : grid) out.curve.push_back(Outcome(m, draws, steps));
   size_t best = 0;
   for (size_t i = 1; i < out.curve.size(); ++i) {
     if (out.curve[i].ettr > out.curve[best].ettr) best = i;
