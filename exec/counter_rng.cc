@@ -2,18 +2,13 @@
 
 #include <cmath>
 
+#include "base/splitmix64.h"
+
 namespace megascale {
 namespace exec {
 
-uint64_t Mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 uint64_t HashAt(uint64_t seed, uint64_t stream, uint64_t index) {
-  return Mix64(Mix64(Mix64(seed) ^ stream) ^ index);
+  return SplitMix64(SplitMix64(SplitMix64(seed) ^ stream) ^ index);
 }
 
 float UniformAt(uint64_t seed, uint64_t stream, uint64_t index) {

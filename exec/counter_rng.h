@@ -12,9 +12,6 @@
 namespace megascale {
 namespace exec {
 
-// SplitMix64 finalizer (Steele et al. 2014): a bijective 64-bit mix with good avalanche.
-uint64_t Mix64(uint64_t x);
-
 // 64 random bits for (seed, stream, index). Mixed in a chain, not xor-ed together, so that
 // (stream, index) = (a, b) and (b, a) give unrelated values.
 uint64_t HashAt(uint64_t seed, uint64_t stream, uint64_t index);

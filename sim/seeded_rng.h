@@ -6,10 +6,9 @@
 
 #include <cstdint>
 
-namespace megascale {
+#include "base/splitmix64.h"
 
-// One SplitMix64 step: a well-mixed 64-bit value of x.
-uint64_t SplitMix64(uint64_t x);
+namespace megascale {
 
 // A uniform double in (0, 1) from a 64-bit value (its top 53 bits, centred).
 double UnitInterval(uint64_t bits);

@@ -5,15 +5,9 @@
 
 #include <cstdint>
 
-namespace megascale::topology {
+#include "base/splitmix64.h"
 
-// splitmix64's finalizer (Steele, Lea, Flood 2014): every input bit affects every output bit.
-inline uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+namespace megascale::topology {
 
 // Chained so that (src, dst) and (dst, src) hash differently, as the two directions of a
 // connection do on a real fabric.
