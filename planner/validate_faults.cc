@@ -47,6 +47,31 @@ Status CheckSelector(const ClusterSpec& c, bool has, LinkSelector* l, const std:
   return Status::Ok();
 }
 
+// faults.proto SwitchFailure: a ToR by a rank under it, or an aggregation / spine switch by index.
+Status CheckSwitch(const ClusterSpec& c, SwitchFailure* x, const std::string& field) {
+  x->set_level(x->level());
+  if (x->level() == SWITCH_TOR) {
+    MS_CHECK_FIELD(!x->has_index(), field + ".index", x->index(),
+                   "must be unset with level SWITCH_TOR (the ToR is the one above rank's NIC)");
+    return CheckRank(c, x->has_rank(), x->rank(), field + ".rank");
+  }
+  const std::string level = SwitchLevel_Name(x->level());
+  MS_CHECK_FIELD(!x->has_rank(), field + ".rank", x->rank(),
+                 "must be unset with level " + level + " (name the switch by index)");
+  if (!x->has_index()) return Status::InvalidInput(field + ".index is missing (level " + level + ")");
+  Result<topology::FabricShape> shape = topology::ComputeFabricShape(c);
+  if (!shape.ok()) return shape.status();
+  const int count = x->level() == SWITCH_AGG ? shape->num_aggs : shape->num_spines;
+  if (count == 0) {
+    return Status::BadField(field + ".level", level,
+                            "this cluster has no such switches (fabric " + Fabric_Name(c.fabric()) +
+                                ", " + Num(shape->num_pods) + " pods, " + Num(shape->num_tors) + " ToRs)");
+  }
+  MS_CHECK_FIELD(x->index() >= 0 && x->index() < count, field + ".index", x->index(),
+                 "must be between 0 and " + Num(count - 1) + " (the fabric's " + level + " switches)");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
@@ -106,7 +131,7 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
   for (int i = 0; i < f->switch_failures_size(); ++i) {
     SwitchFailure* x = f->mutable_switch_failures(i);
     const std::string field = "faults.switch_failures[" + Num(i) + "]";
-    MS_RETURN_IF_ERROR(CheckRank(c, x->has_rank(), x->rank(), field + ".rank"));
+    MS_RETURN_IF_ERROR(CheckSwitch(c, x, field));
     if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
     MS_CHECK_FIELD(x->time_s() >= 0, field + ".time_s", x->time_s(), "must be >= 0");
   }
@@ -140,6 +165,8 @@ Status ResolveSim(const ClusterSpec& c, SimSpec* s) {
   MS_CHECK_FIELD(s->heartbeat_timeout_s() >= s->heartbeat_interval_s(), "sim.heartbeat_timeout_s",
                  s->heartbeat_timeout_s(),
                  "must be >= sim.heartbeat_interval_s (" + Num(s->heartbeat_interval_s()) + ")");
+  MS_CHECK_FIELD(s->switch_reroute_s() > 0, "sim.switch_reroute_s", s->switch_reroute_s(), "must be > 0");
+  s->set_switch_reroute_s(s->switch_reroute_s());
   s->set_seed(s->seed());
   s->set_collective_timeout_s(s->collective_timeout_s());
   s->set_heartbeat_interval_s(s->heartbeat_interval_s());

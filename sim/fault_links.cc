@@ -121,6 +121,18 @@ std::vector<int> LinksOfGpu(const topology::Cluster& cluster, int gpu, bool whol
   return ids;
 }
 
+Result<topology::Vertex> SwitchVertex(const topology::Cluster& cluster, SwitchLevel level, int index,
+                                      const std::string& field) {
+  const VertexKind kind = level == SWITCH_AGG ? VertexKind::kAgg : VertexKind::kSpine;
+  const Graph& g = cluster.graph();
+  for (Vertex v = 0; v < boost::num_vertices(g); ++v) {
+    if (g[v].kind == kind && g[v].index == index) return v;
+  }
+  return Status::BadField(field, std::to_string(index),
+                          "no " + SwitchLevel_Name(level) + " switch with this index in the fabric (" +
+                              std::to_string(cluster.CountVertices(kind)) + " of them)");
+}
+
 Result<std::vector<int>> SelectLinks(const topology::Cluster& cluster, const LinkSelector& sel,
                                      const std::string& field) {
   const bool by_rank = sel.rank() >= 0, by_tier = sel.tier() != TIER_NONE;

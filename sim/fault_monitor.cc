@@ -27,6 +27,13 @@ struct LinkState {
 };
 
 void Apply(SimWorld* world, const LinkEvent& e, LinkState* state) {
+  if (e.action == LinkAction::kReroute) {
+    topology::DeadSwitches dead = world->platform.router->avoided();
+    std::vector<bool>& tier = e.level == SWITCH_AGG ? dead.agg : dead.spine;
+    if (tier.size() <= static_cast<size_t>(e.index)) tier.resize(e.index + 1, false);
+    tier[e.index] = true;
+    world->platform.router->AvoidSwitches(dead);
+  }
   for (int id : e.links) {
     sg4::Link* link = world->platform.links[id];
     switch (e.action) {
@@ -35,7 +42,8 @@ void Apply(SimWorld* world, const LinkEvent& e, LinkState* state) {
         continue;
       case LinkAction::kScale: state->factor[id] *= e.factor; break;
       case LinkAction::kDown: ++state->down[id]; break;
-      case LinkAction::kUp: --state->down[id]; break;
+      case LinkAction::kUp:
+      case LinkAction::kReroute: --state->down[id]; break;
       case LinkAction::kTake: state->taken[id] += e.factor; break;
       case LinkAction::kGive: state->taken[id] -= e.factor; break;
     }
@@ -45,17 +53,18 @@ void Apply(SimWorld* world, const LinkEvent& e, LinkState* state) {
   }
 }
 
-void ReportDetection(SimWorld* world) {
-  const FaultPlan& faults = world->faults;
+// Reports HEARTBEAT_LOST at `at` for each failed GPU that `reported(f)` selects.
+template <typename Pred>
+void ReportLostHeartbeats(SimWorld* world, double at, Pred reported, const std::string& how) {
   const int dp = world->plan.layout().dp();
-  for (const FailedGpu& f : faults.failed) {
-    if (f.detected_s > faults.job_end_s) continue;  // would be noticed later: the job is over
+  for (const FailedGpu& f : world->faults.failed) {
+    if (!reported(f)) continue;
     if (f.gpu >= world->layout.world_size()) continue;  // an idle GPU: no rank to report
     const RankCoords c = world->layout.CoordsOf(f.gpu);  // rank r runs on GPU r
     RankStatus status;
     status.set_rank(f.gpu);
     status.set_kind(RankStatus::HEARTBEAT_LOST);
-    status.set_time_ns(ToNs(f.detected_s));
+    status.set_time_ns(ToNs(at));
     status.set_last_heartbeat_ns(ToNs(f.last_heartbeat_s));
     const GroupActor& actor = *world->actors[c.pp * dp + c.dp];
     // The group stopped at its horizon (at the latest the failure), so its last emitted op is the
@@ -67,7 +76,8 @@ void ReportDetection(SimWorld* world) {
                       " s; no heartbeat since " + std::to_string(f.last_heartbeat_s) + " s" +
                       (last_op_end_ns > ToNs(f.last_heartbeat_s)
                            ? "; its last op ended at " + std::to_string(last_op_end_ns / 1e9) + " s"
-                           : std::string()));
+                           : std::string()) +
+                      how);
     world->sink->OnStatus(status);
   }
 }
@@ -84,14 +94,26 @@ void RunFaultMonitor(SimWorld* world) {
   for (const LinkEvent& e : faults.link_events) {
     if (e.time_s >= faults.job_end_s) break;  // the job is stopped before this one
     sg4::this_actor::sleep_until(e.time_s);
-    if (world->workers_alive == 0) break;  // training ended (or stopped) before it
+    // Training ended, or an OP_TIMEOUT aborted it, before this event.
+    if (world->workers_alive == 0 || world->abort_s != kNever) break;
     Apply(world, e, &state);
   }
   if (faults.job_end_s == kNever) return;
   sg4::this_actor::sleep_until(faults.job_end_s);
-  if (world->workers_completed == workers) return;
+  if (world->workers_completed == workers || world->abort_s != kNever) return;
   world->detected = true;
-  ReportDetection(world);
+  // Those whose heartbeat timeout has run out; a later one would be noticed after the job ended.
+  ReportLostHeartbeats(
+      world, faults.job_end_s, [&](const FailedGpu& f) { return f.detected_s <= faults.job_end_s; }, "");
+}
+
+void AbortJob(SimWorld* world, double now_s) {
+  if (world->abort_s != kNever) return;
+  world->abort_s = now_s;
+  ReportLostHeartbeats(
+      world, now_s, [&](const FailedGpu& f) { return f.time_s <= now_s; },
+      "; found dead when an OP_TIMEOUT aborted the job at " + std::to_string(now_s) + " s");
+  for (const auto& actor : world->actors) actor->Ring();
 }
 
 RankStatus OpTimeoutStatus(const SimWorld& world, int gpu, int step, uint32_t op_id, const Op& op,

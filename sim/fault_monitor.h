@@ -7,7 +7,7 @@
 // switch turns its links off (flows crossing them fail, their ops hang until the collective
 // timeout). At the first detection time (last heartbeat + heartbeat_timeout_s) it reports
 // HEARTBEAT_LOST for the failed ranks it detected, and the job ends there (every worker already
-// uses that time as its horizon).
+// uses that time as its horizon), unless an OP_TIMEOUT aborted the job first (AbortJob).
 #pragma once
 
 #include "sim/sim_world.h"
@@ -24,6 +24,12 @@ inline constexpr double kDownBytesPerS = 1.0;
 // collective_seq, so the hang is placed without the program (traces/hang_locator.h).
 RankStatus OpTimeoutStatus(const SimWorld& world, int gpu, int step, uint32_t op_id, const Op& op,
                            double posted_s, double now_s);
+
+// The job-wide abort at the first OP_TIMEOUT (at `now_s`): every worker stops at that instant
+// (rung awake), and the driver, collecting the dead ranks' state as it tears the job down, reports
+// HEARTBEAT_LOST for each GPU that had failed by then. Later calls (simultaneous timeouts) do
+// nothing: the first abort wins.
+void AbortJob(SimWorld* world, double now_s);
 
 // The monitor's body. Started only when the plan has link events or failures.
 void RunFaultMonitor(SimWorld* world);

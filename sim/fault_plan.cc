@@ -50,7 +50,8 @@ void MarkOwnFlows(const std::vector<int>& gpus, FaultPlan* plan) {
 }
 
 // The link timeline and the background flows; marks the GPUs that need their own flows.
-Status AddLinkFaults(const FaultSpec& faults, const topology::Cluster& cluster, FaultPlan* plan) {
+Status AddLinkFaults(const FaultSpec& faults, const SimSpec& sim, const topology::Cluster& cluster,
+                     FaultPlan* plan) {
   const int n = cluster.num_gpus();
   plan->own_flow.assign(n, false);
   std::vector<LinkEvent>& events = plan->link_events;
@@ -59,10 +60,22 @@ Status AddLinkFaults(const FaultSpec& faults, const topology::Cluster& cluster, 
   }
   for (int i = 0; i < faults.switch_failures_size(); ++i) {
     const SwitchFailure& f = faults.switch_failures(i);
-    MS_RETURN_IF_ERROR(CheckRank(f.rank(), n, "faults.switch_failures[" + std::to_string(i) + "].rank"));
-    const topology::Vertex tor = TorOf(cluster, f.rank());
-    events.push_back({f.time_s(), LinkAction::kOff, 1, LinksOfVertex(cluster, tor)});
-    MarkOwnFlows(GpusUnderTor(cluster, tor), plan);
+    const std::string field = "faults.switch_failures[" + std::to_string(i) + "]";
+    if (f.level() == SWITCH_TOR) {
+      MS_RETURN_IF_ERROR(CheckRank(f.rank(), n, field + ".rank"));
+      const topology::Vertex tor = TorOf(cluster, f.rank());
+      events.push_back({f.time_s(), LinkAction::kOff, 1, LinksOfVertex(cluster, tor)});
+      MarkOwnFlows(GpusUnderTor(cluster, tor), plan);
+      continue;
+    }
+    // Above the ToRs the fabric has other paths: the links stall until routing has converged.
+    MS_ASSIGN_OR_RETURN(topology::Vertex v, SwitchVertex(cluster, f.level(), f.index(), field + ".index"));
+    std::vector<int> links = LinksOfVertex(cluster, v);
+    events.push_back({f.time_s(), LinkAction::kDown, 1, links});
+    LinkEvent reroute{f.time_s() + sim.switch_reroute_s(), LinkAction::kReroute, 1, std::move(links)};
+    reroute.level = f.level();
+    reroute.index = f.index();
+    events.push_back(std::move(reroute));
   }
   for (int i = 0; i < faults.nic_flaps_size(); ++i) {
     const NicFlap& f = faults.nic_flaps(i);
@@ -164,7 +177,7 @@ Result<FaultPlan> MakeFaultPlan(const FaultSpec& faults, const SimSpec& sim,
   }
   std::stable_sort(plan.failed.begin(), plan.failed.end(),
                    [](const FailedGpu& a, const FailedGpu& b) { return a.time_s < b.time_s; });
-  MS_RETURN_IF_ERROR(AddLinkFaults(faults, cluster, &plan));
+  MS_RETURN_IF_ERROR(AddLinkFaults(faults, sim, cluster, &plan));
   return plan;
 }
 

@@ -34,6 +34,10 @@ enum class LinkAction : uint8_t {
   kOff,    // a failed GPU, node or switch: flows crossing the links fail
   kTake,   // background traffic takes `factor` of the links' nominal bandwidth from now on
   kGive,   // ... and gives it back
+  // Routing converged around a failed aggregation or spine switch (`level`, `index`): routes
+  // looked up from now on avoid it, and its links, down since the failure, resume (the stalled
+  // flows finish; faults.proto SwitchFailure says why on the old links).
+  kReroute,
 };
 
 struct LinkEvent {
@@ -41,6 +45,8 @@ struct LinkEvent {
   LinkAction action = LinkAction::kScale;
   double factor = 1;       // kScale: the fraction left; kTake, kGive: the share taken
   std::vector<int> links;  // dense link ids of the cluster
+  SwitchLevel level = SWITCH_TOR;  // kReroute: the switch routing now avoids
+  int index = -1;
 };
 
 // Greedy flows on each of `links` during [start_s, end_s) (faults.proto BackgroundTraffic; a

@@ -73,6 +73,9 @@ void GroupActor::Run() {
         for (const NetOp& n : net_) {
           if (n.active && n.posted && now >= n.deadline - kEps) return Timeout(n);
         }
+        // Another rank's OP_TIMEOUT tore the job down (checked after our own timeouts, so that
+        // ranks timing out at the same instant all report theirs).
+        if (now >= world_->abort_s - kEps) return Stop(now);
         world_->trace_events += events_.EmitUntil(ToNs(now));
         world_->progress.Tick(now, step_, world_->ops_done, world_->network_activities);
         const double wake = NextWake();
@@ -250,6 +253,7 @@ void GroupActor::Timeout(const NetOp& n) {
     world_->sink->OnStatus(OpTimeoutStatus(*world_, g, step_, n.op, op, n.post, now));
   }
   Stop(now);
+  AbortJob(world_, now);
 }
 
 }  // namespace megascale

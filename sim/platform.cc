@@ -37,6 +37,8 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
   void ExpectLinks(int agent, std::vector<int> links, double latency_s) override {
     expected_[agent].push_back(Expected{-1, -1, std::move(links), latency_s});
   }
+  void AvoidSwitches(const topology::DeadSwitches& dead) override { dead_ = dead; }
+  const topology::DeadSwitches& avoided() const override { return dead_; }
 
   void get_local_route(const NetPoint* src, const NetPoint* dst,
                        simgrid::kernel::routing::Route* route, double* latency) override {
@@ -53,7 +55,7 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
       if (latency != nullptr) *latency += e.latency_s;
       return;
     }
-    for (int id : cluster_.Route(e.src_gpu, e.dst_gpu, flow_id_)) {
+    for (int id : cluster_.Route(e.src_gpu, e.dst_gpu, flow_id_, dead_)) {
       route->link_list_.push_back(links_[id]);
       if (latency != nullptr) *latency += cluster_.link(id).latency_s;
     }
@@ -66,6 +68,7 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
   const double step_latency_s_;
   std::vector<StandardLinkImpl*> links_;  // by the cluster's dense link id
   StandardLinkImpl* loopback_ = nullptr;
+  topology::DeadSwitches dead_;
   // A GPU pair to route, or (src_gpu < 0) explicit links and latency.
   struct Expected {
     int src_gpu, dst_gpu;

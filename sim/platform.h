@@ -37,6 +37,10 @@ class FlowRouter {
   // The next transfer that `agent` sends to itself crosses exactly `links` (dense link ids), with
   // `latency_s` as its route latency (CM02's max-min weight): background traffic.
   virtual void ExpectLinks(int agent, std::vector<int> links, double latency_s) = 0;
+  // Routes looked up from now on avoid these switches: routing has converged around their
+  // failure (faults.proto SwitchFailure). Flows already routed keep their links.
+  virtual void AvoidSwitches(const topology::DeadSwitches& dead) = 0;
+  virtual const topology::DeadSwitches& avoided() const = 0;
 };
 
 // The calibrated network of the cluster's GPU type (planner/calibration.h): NCCL moves data at

@@ -57,6 +57,9 @@ struct SimWorld {
   int workers_alive = 0;
   int workers_completed = 0;
   bool detected = false;   // the heartbeat monitor stopped the job
+  // The first OP_TIMEOUT: that rank's watchdog aborts its process and the launcher tears the whole
+  // job down at this instant (NCCL async error handling + torchrun); kNever while none timed out.
+  double abort_s = kNever;
   double last_worker_exit_s = 0;  // the monitor may sleep past it; the run ends here
   std::string error;       // first internal error an actor hit
 

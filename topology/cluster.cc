@@ -36,7 +36,33 @@ Result<Cluster> Cluster::Build(const ClusterSpec& spec) {
 // Up-down routing: climb from the source NIC's ToR only as high as the first tier that also
 // reaches the destination's ToR, then descend along the unique path. The uplink at each tier is
 // chosen by the flow's hash (independent bits per tier, as successive switches hash).
+namespace {
+
+// Uplink `hashed` if `ok` accepts it, else the (h mod survivors)-th uplink that `ok` accepts, else
+// `hashed` (none survives).
+template <typename Ok>
+int PickSurviving(uint64_t h, int n, Ok ok) {
+  const int hashed = static_cast<int>(h % static_cast<uint64_t>(n));
+  if (ok(hashed)) return hashed;
+  int survivors = 0;
+  for (int i = 0; i < n; ++i) survivors += ok(i);
+  if (survivors == 0) return hashed;
+  int r = static_cast<int>(SplitMix64(h ^ 0x5265726f757465ULL) % static_cast<uint64_t>(survivors));
+  for (int i = 0; i < n; ++i) {
+    if (ok(i) && r-- == 0) return i;
+  }
+  return hashed;
+}
+
+const DeadSwitches kNoDeadSwitches;
+
+}  // namespace
+
 Path Cluster::Route(int src_gpu, int dst_gpu, uint64_t flow_id) const {
+  return Route(src_gpu, dst_gpu, flow_id, kNoDeadSwitches);
+}
+
+Path Cluster::Route(int src_gpu, int dst_gpu, uint64_t flow_id, const DeadSwitches& avoid) const {
   Path path;
   if (src_gpu == dst_gpu) return path;
   const Routing& r = *routing_;
@@ -52,17 +78,32 @@ Path Cluster::Route(int src_gpu, int dst_gpu, uint64_t flow_id) const {
   path.push_back(r.nic_to_tor[src_nic]);
   if (src_tor != dst_tor) {
     const uint64_t h = EcmpHash(src_gpu, dst_gpu, flow_id, kEcmpSeed);
-    const int j = static_cast<int>(h % static_cast<uint64_t>(s.tor_uplinks));
-    path.push_back(r.tor_up[static_cast<size_t>(src_tor) * s.tor_uplinks + j]);
-    if (s.fabric == RAIL_CLOS) {
-      const int src_pod = r.PodOfTor(src_tor), dst_pod = r.PodOfTor(dst_tor);
-      if (src_pod != dst_pod) {
-        const int k = static_cast<int>(SplitMix64(h) % static_cast<uint64_t>(s.agg_uplinks));
-        const size_t src_agg = static_cast<size_t>(src_pod) * s.aggs_per_pod + j;
-        const size_t dst_agg = static_cast<size_t>(dst_pod) * s.aggs_per_pod + j;
-        path.push_back(r.agg_up[src_agg * s.agg_uplinks + k]);
-        path.push_back(r.agg_down[dst_agg * s.agg_uplinks + k]);
+    const bool clos = s.fabric == RAIL_CLOS;
+    const int src_pod = clos ? r.PodOfTor(src_tor) : 0, dst_pod = clos ? r.PodOfTor(dst_tor) : 0;
+    const bool cross_pod = clos && src_pod != dst_pod;
+    // Spine k of plane j is alive (RAIL_CLOS planes: one per aggregation index).
+    auto spine_ok = [&](int j, int k) { return !avoid.spine_dead(static_cast<size_t>(j) * s.agg_uplinks + k); };
+    auto uplink_ok = [&](int j) {
+      if (!clos) return !avoid.spine_dead(static_cast<size_t>(j));
+      if (avoid.agg_dead(static_cast<size_t>(src_pod) * s.aggs_per_pod + j)) return false;
+      if (!cross_pod) return true;
+      if (avoid.agg_dead(static_cast<size_t>(dst_pod) * s.aggs_per_pod + j)) return false;
+      for (int k = 0; k < s.agg_uplinks; ++k) {
+        if (spine_ok(j, k)) return true;
       }
+      return false;
+    };
+    const int j = avoid.empty() ? static_cast<int>(h % static_cast<uint64_t>(s.tor_uplinks))
+                                : PickSurviving(h, s.tor_uplinks, uplink_ok);
+    path.push_back(r.tor_up[static_cast<size_t>(src_tor) * s.tor_uplinks + j]);
+    if (cross_pod) {
+      const uint64_t h2 = SplitMix64(h);
+      const int k = avoid.empty() ? static_cast<int>(h2 % static_cast<uint64_t>(s.agg_uplinks))
+                                  : PickSurviving(h2, s.agg_uplinks, [&](int k) { return spine_ok(j, k); });
+      const size_t src_agg = static_cast<size_t>(src_pod) * s.aggs_per_pod + j;
+      const size_t dst_agg = static_cast<size_t>(dst_pod) * s.aggs_per_pod + j;
+      path.push_back(r.agg_up[src_agg * s.agg_uplinks + k]);
+      path.push_back(r.agg_down[dst_agg * s.agg_uplinks + k]);
     }
     path.push_back(r.tor_down[static_cast<size_t>(dst_tor) * s.tor_uplinks + j]);
   }

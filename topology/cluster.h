@@ -50,6 +50,15 @@ using Vertex = Graph::vertex_descriptor;
 // A route as the ids of the directed links it crosses, in order.
 using Path = std::vector<int>;
 
+// Switches above the ToRs that routing avoids, once it has converged around their failure, by
+// tier index (aggregation switch i, spine i; topology/fabric_shape.h numbers them). Empty: none.
+struct DeadSwitches {
+  std::vector<bool> agg, spine;
+  bool empty() const { return agg.empty() && spine.empty(); }
+  bool agg_dead(size_t i) const { return i < agg.size() && agg[i]; }
+  bool spine_dead(size_t i) const { return i < spine.size() && spine[i]; }
+};
+
 class Cluster {
  public:
   // REQUIRES: a spec that passed ResolveScenario (catalogue figures filled in).
@@ -71,6 +80,11 @@ class Cluster {
   // The route a flow from GPU src to GPU dst takes; flow_id distinguishes flows (queue pairs) of
   // the same pair for ECMP hashing. Same GPU: empty path.
   Path Route(int src_gpu, int dst_gpu, uint64_t flow_id = 0) const;
+  // The same, over the fabric without `avoid`'s switches: ECMP picks among the surviving uplinks.
+  // Resilient hashing: a flow whose hashed uplink survives keeps it; the others are spread over
+  // the survivors by the same hash. Where no uplink survives, the hashed one is kept (the flow
+  // crosses the dead switch: the caller's failure model decides what happens to it).
+  Path Route(int src_gpu, int dst_gpu, uint64_t flow_id, const DeadSwitches& avoid) const;
   // Every equal-cost shortest route between two GPUs (small clusters; for tests and reports).
   std::vector<Path> EcmpRoutes(int src_gpu, int dst_gpu) const;
   // Number of links crossed by Route(src, dst).

@@ -50,6 +50,15 @@ TEST(FaultSpec, RulesNameFieldValueAndRule) {
   ExpectError("faults { degraded_links { fraction: 0.5 } }", "faults.degraded_links[0].links", "missing");
   ExpectError("faults { switch_failures { rank: -1 time_s: 1 } }", "faults.switch_failures[0].rank = -1",
               "between 0 and");
+  ExpectError("faults { switch_failures { level: SWITCH_AGG rank: 3 time_s: 1 } }",
+              "faults.switch_failures[0].rank = 3", "must be unset with level SWITCH_AGG");
+  ExpectError("faults { switch_failures { level: SWITCH_SPINE time_s: 1 } }",
+              "faults.switch_failures[0].index", "missing");
+  ExpectError("faults { switch_failures { level: SWITCH_AGG index: 8 time_s: 1 } }",
+              "faults.switch_failures[0].index = 8", "between 0 and 7");  // 4 pods x 2 aggs
+  ExpectError("faults { switch_failures { rank: 3 index: 1 time_s: 1 } }",
+              "faults.switch_failures[0].index = 1", "must be unset with level SWITCH_TOR");
+  ExpectError("sim { switch_reroute_s: 0 }", "sim.switch_reroute_s = 0", "must be > 0");
   ExpectError("faults { background { links { tier: TIER_NIC_TOR } share_taken: 1 } }",
               "faults.background[0].share_taken = 1", "[0, 1)");
   ExpectError("faults { background { links { tier: TIER_NIC_TOR } start_s: 2 end_s: 1 } }",
@@ -70,6 +79,66 @@ TEST(FaultSpec, TierMustExistOnTheFabric) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().ToString().find("faults.degraded_links[0].links.tier = TIER_TOR_UP"), std::string::npos)
       << r.status().ToString();
+}
+
+TEST(FaultSpec, SpinesMustExistOnTheFabric) {
+  const std::string one_pod = R"(
+    name: "one-pod" cluster { gpu: "A100" num_gpus: 16 fabric: RAIL_CLOS }
+    model { preset: "gpt-1.3b" } training { global_batch: 8 micro_batch: 1 steps: 1 }
+    layout { tp: 8 pp: 1 dp: 2 }
+    faults { switch_failures { level: SWITCH_SPINE index: 0 time_s: 1 } })";
+  Result<Scenario> s = ParseScenario(one_pod, "test");
+  ASSERT_TRUE(s.ok());
+  Result<Scenario> r = ResolveScenario(*s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("faults.switch_failures[0].level = SWITCH_SPINE"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().ToString().find("no such switches"), std::string::npos) << r.status().ToString();
+}
+
+TEST(FaultSpec, AggFailureStallsItsLinksThenReroutesAroundIt) {
+  Result<Scenario> s = Resolve(R"(
+    sim { switch_reroute_s: 2.5 }
+    faults { switch_failures { level: SWITCH_AGG index: 3 time_s: 1 } })");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Result<topology::Cluster> c = topology::Cluster::Build(s->cluster());
+  ASSERT_TRUE(c.ok());
+  Result<FaultPlan> plan = MakeFaultPlan(s->faults(), s->sim(), *c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const std::vector<LinkEvent>& ev = plan->link_events;
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].action, LinkAction::kDown);
+  EXPECT_DOUBLE_EQ(ev[0].time_s, 1.0);
+  EXPECT_EQ(ev[1].action, LinkAction::kReroute);
+  EXPECT_DOUBLE_EQ(ev[1].time_s, 3.5);
+  EXPECT_EQ(ev[1].level, SWITCH_AGG);
+  EXPECT_EQ(ev[1].index, 3);
+  EXPECT_EQ(ev[0].links, ev[1].links);
+  // Agg 3 (pod 1, uplink 1): one cable to each of its pod's 32 ToRs and to the 32 spines of
+  // plane 1, both directions.
+  EXPECT_EQ(ev[0].links.size(), (32u + 32u) * 2);
+  // No GPU keeps its own flow for it: the fault is above every NIC's ToR.
+  EXPECT_EQ(std::count(plan->own_flow.begin(), plan->own_flow.end(), true), 0);
+
+  // Once routing avoids agg 3, no route crosses it; routes that did not cross it are unchanged.
+  topology::DeadSwitches dead;
+  dead.agg.assign(8, false);
+  dead.agg[3] = true;
+  const std::vector<int>& agg_links = ev[0].links;
+  int moved = 0;
+  for (int src = 128; src < 192; ++src) {  // pod 1 (128 GPUs a pod), to pods 0, 1 and 2
+    for (int dst = 0; dst < 384; dst += 7) {
+      const topology::Path before = c->Route(src, dst, 1), after = c->Route(src, dst, 1, dead);
+      const bool crossed = std::any_of(before.begin(), before.end(), [&](int id) {
+        return std::binary_search(agg_links.begin(), agg_links.end(), id);
+      });
+      for (int id : after) EXPECT_FALSE(std::binary_search(agg_links.begin(), agg_links.end(), id));
+      if (!crossed) EXPECT_EQ(before, after);
+      moved += crossed;
+      EXPECT_EQ(before.size(), after.size());  // still a shortest (equal-cost) route
+    }
+  }
+  EXPECT_GT(moved, 0);
 }
 
 TEST(FaultSpec, PlanHasTheLinksTheTimelineAndTheOwnFlows) {
