@@ -122,6 +122,15 @@ Status RunPlan(const PlanArgs& args) {
     out["gpu"] = plan.cluster().gpu();
     out["layout"] = LayoutJson(plan);
     out["model_flops_per_step"] = plan.model_flops_per_step();
+    // The resolved model and the GPU's peak, so that an outside trainer (bench/pytorch_gpt.py)
+    // builds the same model and reports MFU from these figures rather than its own formula.
+    const ModelSpec& m = plan.model();
+    out["model"] = {{"layers", m.layers()},         {"hidden", m.hidden()},
+                    {"heads", m.heads()},           {"kv_heads", m.kv_heads()},
+                    {"ffn_hidden", m.ffn_hidden()}, {"seq_len", m.seq_len()},
+                    {"vocab", m.vocab()},           {"parallel_block", m.parallel_block()},
+                    {"sliding_window", m.sliding_window()}};
+    out["peak_tflops"] = plan.cluster().peak_tflops();
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& stage : plan.stages()) ops.push_back(stage.ops_size());
     out["ops_per_stage"] = ops;

@@ -93,6 +93,17 @@ TEST(Plan, JsonHasLayoutAndPrediction) {
   EXPECT_EQ(j["layout"]["dp"], 8);
   EXPECT_GT(j["iteration_time_s"].get<double>(), 0);
   EXPECT_GT(j["mfu"].get<double>(), 0);
+  // The resolved model (gpt-1.3b preset) and the peak, for outside trainers to match.
+  EXPECT_EQ(j["model"]["layers"], 24);
+  EXPECT_EQ(j["model"]["hidden"], 2048);
+  EXPECT_EQ(j["model"]["kv_heads"], j["model"]["heads"]);  // resolved: 0 became heads
+  EXPECT_EQ(j["model"]["ffn_hidden"], 4 * 2048);
+  EXPECT_GT(j["peak_tflops"].get<double>(), 0);
+  // MFU is model FLOPs over GPUs x peak x step: the three figures printed agree.
+  const double mfu = j["model_flops_per_step"].get<double>() /
+                     (j["gpus"].get<double>() * j["peak_tflops"].get<double>() * 1e12 *
+                      j["iteration_time_s"].get<double>());
+  EXPECT_NEAR(j["mfu"].get<double>(), mfu, 1e-9 * mfu);
 }
 
 }  // namespace
