@@ -5,6 +5,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,11 @@ TEST(ShippedScenarios, IncludeTheIssuesExperiments) {
 
 INSTANTIATE_TEST_SUITE_P(All, ShippedScenario, ::testing::ValuesIn(ShippedScenarios()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
+                           // gtest names: letters, digits and '_' only ("gpt-1.3b" -> "gpt_1_3b").
                            std::string n = info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
+                           for (char& c : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
                            return n;
                          });
 
