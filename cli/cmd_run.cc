@@ -13,6 +13,7 @@
 #include "exec/parallel_groups.h"
 #include "exec/run_spec.h"
 #include "exec/run_training.h"
+#include "exec/slowed_device.h"
 #include "planner/metrics.h"
 #include "planner/plan_builder.h"
 #include "traces/trace_io.h"
@@ -63,6 +64,16 @@ Status RunRun(const RunArgs& args) {
   MS_ASSIGN_OR_RETURN(std::unique_ptr<exec::Communicator> world, exec::OpenWorldFor(spec.device()));
   g_world_rank = world->rank();
   const bool root = world->rank() == 0;
+  // The scenario's faults.stragglers, the field the simulator slows a GPU by: this rank's kernels
+  // take 1/speed of their time (validation allows no other fault kind in a run).
+  std::unique_ptr<exec::SlowedDevice> slowed;
+  const double speed = exec::StragglerSpeedOf(scenario.faults(), world->rank());
+  if (speed < 1.0) {
+    exec::SlowdownOptions slow;
+    slow.speed = speed;
+    slowed = std::make_unique<exec::SlowedDevice>(options.device, slow);
+    options.device = slowed.get();
+  }
 
   // Rank 0 writes the trace; every rank learns whether it could open it before the first step.
   const std::string trace = args.trace.empty() ? scenario.outputs().trace() : args.trace;

@@ -2,12 +2,39 @@
 #include "planner/validate_run.h"
 
 #include <cmath>
+#include <utility>
 
 #include "planner/validate_util.h"
 
 namespace megascale::validation {
 
-Status ResolveRun(RunSpec* r) {
+namespace {
+
+// Faults `megascale run` cannot inject: a run on CPUs or GPUs has no simulated network or clock
+// to fail, flap or load; only a slow device (faults.stragglers) has a real counterpart.
+Status CheckRunFaults(const FaultSpec& f) {
+  const std::pair<const char*, int> unsupported[] = {
+      {"faults.failures", f.failures_size()},
+      {"faults.nic_flaps", f.nic_flaps_size()},
+      {"faults.degraded_links", f.degraded_links_size()},
+      {"faults.switch_failures", f.switch_failures_size()},
+      {"faults.background", f.background_size()},
+      {"faults.random_stragglers", f.has_random_stragglers() ? 1 : 0},
+  };
+  for (const auto& [field, count] : unsupported) {
+    if (count > 0) {
+      return Status::BadField(field, Num(count) + (count == 1 ? " entry" : " entries"),
+                              "a scenario with a run block may inject only faults.stragglers (a slowed "
+                              "device in `megascale run`); move the other faults to a scenario without one");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ResolveRun(const FaultSpec& faults, RunSpec* r) {
+  MS_RETURN_IF_ERROR(CheckRunFaults(faults));
   if (r->device() != "cpu" && r->device() != "cuda") {
     return Status::BadField("run.device", "\"" + r->device() + "\"", "must be \"cpu\" or \"cuda\"");
   }

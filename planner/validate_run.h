@@ -9,7 +9,9 @@ namespace megascale::validation {
 
 // Checks run's rules (BadField naming run.<field>, its value and the rule) and writes every default
 // into the block, so `megascale validate` shows what a run will use. The corpus path is not opened
-// here: the file may exist only on the machines the job runs on.
-Status ResolveRun(RunSpec* r);
+// here: the file may exist only on the machines the job runs on. A run injects only the scenario's
+// faults.stragglers (a slowed device on each straggler's rank, exec/slowed_device.h); any other fault
+// kind in `faults` is a BadField: it would be simulated but not run, and the two would disagree.
+Status ResolveRun(const FaultSpec& faults, RunSpec* r);
 
 }  // namespace megascale::validation

@@ -105,8 +105,8 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   Result<StepGraph> built = StepGraph::Build(std::move(collector.events), collector.header);
   if (!built.ok()) {
     // The what-if replay and the timeline are extras: a trace whose events do not form a
-    // replayable graph (an exec trace whose DP lane reorders collectives across ranks can) still
-    // gets the breakdown and the findings.
+    // replayable graph (zero-length ops at one instant waiting for each other across ranks, see
+    // step_graph.h) still gets the breakdown and the findings.
     report.notes.push_back("what-if skipped: " + built.status().message());
     return report;
   }

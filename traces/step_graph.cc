@@ -18,6 +18,47 @@ bool IsInput(int kind) {
 // ended in its window (a stalled rank), the latest ones are the ones that gated it.
 constexpr int kMaxCrossLanePreds = 16;
 
+// How far back a lane looks for the op it follows (see Build): ops recorded on one lane by two
+// threads overlap by one or two ops, never more.
+constexpr int kLaneLookback = 8;
+
+// The group a communication op synchronizes: its own field, else its lane's (traces written before
+// events carried groups).
+int GroupOf(const TraceEvent& e) {
+  if (e.group() != NO_GROUP) return e.group();
+  return e.lane() == TP_COMM ? TP_GROUP : e.lane() == DP_COMM ? DP_GROUP : NO_GROUP;
+}
+
+// Difference constraints off[to] - off[from] <= w over per-rank clock offsets (nodes 0..ranks-1)
+// and one auxiliary node per collective (its release instant on the aligned clock).
+struct Constraint {
+  int from, to;
+  int64_t w;
+};
+
+// The per-rank clock offsets that make every collective consistent (each member's aligned end at
+// or after every member's aligned start), the largest such offsets <= 0, by Bellman-Ford; all zero
+// when the constraints have no solution (a key shared by ops that were not one collective) or do
+// not settle in max_passes: then the inconsistent collectives are left unmatched.
+std::vector<int64_t> SolveOffsets(int ranks, int nodes, const std::vector<Constraint>& constraints,
+                                  int max_passes) {
+  constexpr int64_t kUnset = INT64_MAX;
+  std::vector<int64_t> dist(nodes, kUnset);
+  std::fill(dist.begin(), dist.begin() + ranks, 0);
+  for (int pass = 0; pass < max_passes; ++pass) {
+    bool changed = false;
+    for (const Constraint& c : constraints) {
+      if (dist[c.from] == kUnset) continue;
+      if (dist[c.from] + c.w < dist[c.to]) {
+        dist[c.to] = dist[c.from] + c.w;
+        changed = true;
+      }
+    }
+    if (!changed) return std::vector<int64_t>(dist.begin(), dist.begin() + ranks);
+  }
+  return std::vector<int64_t>(ranks, 0);
+}
+
 }  // namespace
 
 Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHeader& header) {
@@ -62,13 +103,22 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
     int e = b;
     while (e < n && g.ops_[e].rank == g.ops_[b].rank) ++e;
     std::vector<int> compute, others;  // compute ops by start (= by end); other ops by end
-    std::unordered_map<int, int> lane_last;
+    std::unordered_map<int, std::vector<int>> on_lane;  // ops by start, per lane
     for (int i = b; i < e; ++i) {
       const StepOp& op = g.ops_[i];
-      auto last = lane_last.find(op.lane);
-      const int lane_prev = last == lane_last.end() ? -1 : last->second;
+      // The op it follows on its lane: the one that ended last by the time it started. On a lane
+      // that runs one op at a time that is the previous op; an exec rank can record ops of two
+      // threads on one lane (its DP lane thread's reduce-scatters and the compute thread's
+      // tied-embedding all-reduce both on DP_COMM), and those overlap: they do not wait for each
+      // other, and an edge from the later end would point back in time.
+      std::vector<int>& lane = on_lane[op.lane];
+      int lane_prev = -1;
+      for (int k = static_cast<int>(lane.size()) - 1, seen = 0; k >= 0 && seen < kLaneLookback; --k, ++seen) {
+        const StepOp& p = g.ops_[lane[k]];
+        if (p.end_ns <= op.start_ns && (lane_prev < 0 || p.end_ns > g.ops_[lane_prev].end_ns)) lane_prev = lane[k];
+      }
       if (lane_prev >= 0) preds[i].push_back(lane_prev);
-      lane_last[op.lane] = i;
+      lane.push_back(i);
       (op.lane == COMPUTE ? compute : others).push_back(i);
     }
     std::sort(others.begin(), others.end(),
@@ -85,7 +135,9 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
         --it;
         const int64_t end = end_of(*it);
         if (end <= prev_start) break;
-        if (IsInput(g.ops_[*it].kind) || end >= prev_end) {
+        // (*it > compute[c]: a zero-length op at the very instant of a zero-length compute op is
+        // sorted after it, and the compute op launches it rather than waiting for it.)
+        if (*it < compute[c] && (IsInput(g.ops_[*it].kind) || end >= prev_end)) {
           preds[compute[c]].push_back(*it);
           ++added;
         }
@@ -99,34 +151,22 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
     }
     b = e;
   }
-  for (int i = 0; i < n; ++i) {
-    g.pred_begin_[i + 1] = g.pred_begin_[i] + static_cast<int>(preds[i].size());
-    int64_t latest = INT64_MIN;
-    for (int p : preds[i]) {
-      g.preds_.push_back(p);
-      latest = std::max(latest, g.ops_[p].end_ns);
-    }
-    g.ops_[i].slack_ns = preds[i].empty() ? g.ops_[i].start_ns : g.ops_[i].start_ns - latest;
-    g.ops_[i].work_ns = g.ops_[i].end_ns - g.ops_[i].start_ns;
-  }
-
-  // Collective instances: TP and DP by (group, seq, kind), PP pairs by what planner tags them with.
+  // Collective instances: TP and DP collectives by (group, seq, kind); PP pairs by what the
+  // planner tags them with; other collectives of the pipeline group (exec's tied-embedding
+  // all-reduce between the first and the last stage, numbered in a counter it shares with the
+  // sends and receives) by (pipeline group, kind, occurrence on the rank).
   if (has_layout) {
     const int pp = header.pp(), vp = std::max(1, header.virtual_stages());
-    std::unordered_map<uint64_t, std::vector<int>> groups[3];
+    enum { kTp, kDp, kPpPair, kPpCollective, kKinds };
+    std::unordered_map<uint64_t, std::vector<int>> groups[kKinds];
+    std::unordered_map<uint64_t, int> occurrence;  // (rank, kind) -> pipeline collectives so far
     for (int i = 0; i < n; ++i) {
       const StepOp& op = g.ops_[i];
       const TraceEvent& e = events[i];
-      if (op.rank < 0 || op.rank >= layout.world_size()) continue;
+      if (op.rank < 0 || op.rank >= layout.world_size() || op.lane == COMPUTE) continue;
       const RankCoords c = layout.CoordsOf(op.rank);
-      if (op.lane == TP_COMM || op.lane == DP_COMM) {
-        const bool tp = op.lane == TP_COMM;
-        const int first = tp ? layout.RankOf({0, c.dp, c.pp}) : layout.RankOf({c.tp, 0, c.pp});
-        const uint64_t key = (static_cast<uint64_t>(first) << 32) |
-                             (static_cast<uint64_t>(e.collective_seq() & 0xffffff) << 8) |
-                             static_cast<uint64_t>(op.kind & 0xff);
-        groups[tp ? 0 : 1][key].push_back(i);
-      } else if ((op.kind == PP_SEND || op.kind == PP_RECV) && pp > 1) {
+      const int group = GroupOf(e);
+      if ((op.kind == PP_SEND || op.kind == PP_RECV) && pp > 1) {
         const int gv = std::max(0, e.chunk()) * pp + op.stage;
         const bool forward = op.phase != BACKWARD;
         const int sender = op.kind == PP_SEND ? gv : (forward ? gv - 1 : gv + 1);
@@ -137,18 +177,111 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
               static_cast<uint64_t>(sender))
              << 1) |
             (forward ? 0u : 1u);
-        groups[2][key].push_back(i);
+        groups[kPpPair][key].push_back(i);
+      } else if (group == TP_GROUP || group == DP_GROUP) {
+        const bool tp = group == TP_GROUP;
+        const int first = tp ? layout.RankOf({0, c.dp, c.pp}) : layout.RankOf({c.tp, 0, c.pp});
+        const uint64_t key = (static_cast<uint64_t>(first) << 32) |
+                             (static_cast<uint64_t>(e.collective_seq() & 0xffffff) << 8) |
+                             static_cast<uint64_t>(op.kind & 0xff);
+        groups[tp ? kTp : kDp][key].push_back(i);
+      } else if (group == PP_GROUP && pp > 1) {
+        const int first = layout.RankOf({c.tp, c.dp, 0});
+        const int k = occurrence[(static_cast<uint64_t>(op.rank) << 8) | static_cast<uint64_t>(op.kind & 0xff)]++;
+        const uint64_t key = (static_cast<uint64_t>(first) << 32) |
+                             (static_cast<uint64_t>(k & 0xffffff) << 8) | static_cast<uint64_t>(op.kind & 0xff);
+        groups[kPpCollective][key].push_back(i);
       }
     }
-    const size_t expected[3] = {static_cast<size_t>(header.tp()), static_cast<size_t>(header.dp()), 2};
-    for (int t = 0; t < 3; ++t) {
+    auto sized = [&](int t, size_t members) {
+      switch (t) {
+        case kTp: return members == static_cast<size_t>(header.tp());
+        case kDp: return members == static_cast<size_t>(header.dp());
+        case kPpPair: return members == 2;
+        default: return members >= 2 && members <= static_cast<size_t>(pp);  // the stages holding it
+      }
+    };
+    // Clocks: an exec rank's timestamps count from its own start instant (after a barrier, whose
+    // exit the ranks of an oversubscribed CPU see up to ~7 ms apart, measured on 8 ranks and 2
+    // cores), so a collective can seem to end on one rank before it began on another. When one
+    // does, each rank gets the clock offset (StepOp.clock_ns) that makes every collective
+    // consistent; matching and replay use the aligned times, the ops keep their own (a simulated
+    // trace has one clock and needs none). Consistent: each member of a collective ends after all
+    // have begun; a receive ends after its send began (a send may end first: an eager MPI send
+    // returns once its data is buffered).
+    bool skewed = false;
+    for (int t = 0; t < kKinds && !skewed; ++t) {
+      for (const auto& [key, members] : groups[t]) {
+        if (members.size() < 2 || !sized(t, members.size())) continue;
+        int64_t release = INT64_MIN, first_end = INT64_MAX;
+        for (int m : members) {
+          release = std::max(release, g.ops_[m].start_ns);
+          first_end = std::min(first_end, g.ops_[m].end_ns);
+        }
+        if (first_end < release && t != kPpPair) skewed = true;
+      }
+    }
+    int ranks = 0;
+    for (const StepOp& op : g.ops_) ranks = std::max(ranks, op.rank + 1);
+    if (skewed && ranks <= layout.world_size()) {
+      std::vector<Constraint> constraints;
+      int nodes = ranks;
+      for (int t = 0; t < kKinds; ++t) {
+        for (const auto& [key, members] : groups[t]) {
+          if (members.size() < 2 || !sized(t, members.size())) continue;
+          if (t == kPpPair) {
+            const int send = g.ops_[members[0]].kind == PP_SEND ? members[0] : members[1];
+            const int recv = send == members[0] ? members[1] : members[0];
+            const StepOp &s = g.ops_[send], &r = g.ops_[recv];
+            if (s.kind == PP_SEND && r.kind == PP_RECV) {
+              constraints.push_back({r.rank, s.rank, r.end_ns - s.start_ns});
+            }
+            continue;
+          }
+          const int release = nodes++;  // start_j + off_j <= release <= end_m + off_m
+          for (int m : members) {
+            constraints.push_back({g.ops_[m].rank, release, g.ops_[m].end_ns});
+            constraints.push_back({release, g.ops_[m].rank, -g.ops_[m].start_ns});
+          }
+        }
+      }
+      // A shortest path visits each rank once, so 2 x ranks + 1 passes settle a feasible system;
+      // capped, as an exec trace has few ranks and a simulated one never gets here.
+      const std::vector<int64_t> offset = SolveOffsets(ranks, nodes, constraints, std::min(2 * ranks + 2, 256));
+      for (StepOp& op : g.ops_) op.clock_ns = offset[op.rank];
+    }
+    // Times on the aligned clock (the ops keep their own: the replay gives back the trace's times).
+    auto aligned_start = [&](int i) { return g.ops_[i].start_ns + g.ops_[i].clock_ns; };
+    auto aligned_end = [&](int i) { return g.ops_[i].end_ns + g.ops_[i].clock_ns; };
+
+    for (int t = 0; t < kKinds; ++t) {
       for (auto& [key, members] : groups[t]) {
-        if (members.size() != expected[t] || members.size() < 2) continue;  // unmatched: alone
-        int64_t release = INT64_MIN;
-        for (int m : members) release = std::max(release, g.ops_[m].start_ns);
+        if (members.size() < 2 || !sized(t, members.size())) continue;  // unmatched: alone
+        int64_t release = INT64_MIN, first_end = INT64_MAX;
+        for (int m : members) {
+          release = std::max(release, aligned_start(m));
+          first_end = std::min(first_end, aligned_end(m));
+        }
+        if (first_end < release) {
+          // A member ended before another had begun: they did not wait for each other. An MPI
+          // send completes as soon as its data is buffered (eager protocol), often before the
+          // receive is posted; then the receive waits for the send's end, nothing more. Anything
+          // else (ranks whose clocks disagree by more than the op, a key two unrelated ops share)
+          // stays unmatched: each op keeps its own duration. Matching them anyway would put an
+          // edge back in time, and with it a cycle.
+          if (t == kPpPair) {
+            const int send = g.ops_[members[0]].kind == PP_SEND ? members[0] : members[1];
+            const int recv = send == members[0] ? members[1] : members[0];
+            if (g.ops_[send].kind == PP_SEND && g.ops_[recv].kind == PP_RECV &&
+                aligned_end(send) <= aligned_start(recv)) {
+              preds[recv].push_back(send);
+            }
+          }
+          continue;
+        }
         for (int m : members) {
           g.ops_[m].inst = static_cast<int>(g.inst_members_.size());
-          g.ops_[m].work_ns = g.ops_[m].end_ns - release;
+          g.ops_[m].work_ns = aligned_end(m) - release;
         }
         g.inst_members_.push_back(std::move(members));
       }
@@ -166,6 +299,20 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
       for (int m : sorted[k]) g.ops_[m].inst = static_cast<int>(k);
     }
     g.inst_members_ = std::move(sorted);
+  }
+
+  // Preds in CSR form, and each op's slack and (alone) work; on the aligned clock, which the
+  // replay runs on (a receive's pred may be a send of another rank).
+  for (int i = 0; i < n; ++i) {
+    g.pred_begin_[i + 1] = g.pred_begin_[i] + static_cast<int>(preds[i].size());
+    int64_t latest = INT64_MIN;
+    for (int p : preds[i]) {
+      g.preds_.push_back(p);
+      latest = std::max(latest, g.ops_[p].end_ns + g.ops_[p].clock_ns);
+    }
+    const int64_t start = g.ops_[i].start_ns + g.ops_[i].clock_ns;
+    g.ops_[i].slack_ns = preds[i].empty() ? start : start - latest;
+    if (g.ops_[i].inst < 0) g.ops_[i].work_ns = g.ops_[i].end_ns - g.ops_[i].start_ns;
   }
 
   // Topological order over nodes: ready of op i (i), end of op i (n + i), instance k (2n + k).
@@ -217,7 +364,7 @@ int64_t StepGraph::Replay(const std::function<int64_t(int)>& work, std::vector<i
     } else if (v < 2 * n) {
       const int i = v - n;
       end[i] = (ops_[i].inst >= 0 ? release[ops_[i].inst] : ready[i]) + work(i);
-      latest = std::max(latest, end[i]);
+      latest = std::max(latest, end[i] - ops_[i].clock_ns);
     } else {
       const int k = v - 2 * n;
       int64_t t = INT64_MIN;
@@ -225,7 +372,10 @@ int64_t StepGraph::Replay(const std::function<int64_t(int)>& work, std::vector<i
       release[k] = t;
     }
   }
-  if (ends) *ends = std::move(end);
+  if (ends) {  // each on its rank's own clock, as the trace has them
+    for (int i = 0; i < n; ++i) end[i] -= ops_[i].clock_ns;
+    *ends = std::move(end);
+  }
   return latest;
 }
 

@@ -2,15 +2,24 @@
 // the what-if engine's model (what_if.h). Not SimGrid: an event replay over the graph.
 //
 // The graph (Build):
-//  * ops of a rank run in lane order (each lane one at a time, as plan.proto says);
+//  * ops of a rank run in lane order: each op follows the op of its lane that ended last by the
+//    time it started (the previous one on a lane that runs one op at a time; ops that overlap on
+//    one lane, as an exec rank's two threads can record them, do not wait for each other);
 //  * a compute op waits for the other-lane ops of its rank that it plausibly consumed: receives,
 //    parameter all-gathers and TP collectives that ended after the previous compute op started,
 //    and any op that ended while the compute lane sat idle before it;
 //  * a communication op is launched by the last compute op of its rank that ended before it began;
-//  * collectives are matched across ranks: a TP or DP collective by (group, collective_seq), a PP
-//    send with its receive by (TP/DP coordinates, micro-batch, phase, sender's virtual stage). A
-//    collective's members all wait for the last of them to arrive; then each takes its transfer
-//    time (its end minus the original arrival of the last member).
+//  * collectives are matched across ranks: a TP or DP collective (by the event's group) by (group,
+//    collective_seq), a PP send with its receive by (TP/DP coordinates, micro-batch, phase,
+//    sender's virtual stage), another collective of the pipeline group (exec's tied-embedding
+//    all-reduce) by (pipeline group, kind, occurrence on the rank). A collective's members all wait
+//    for the last of them to arrive; then each takes its transfer time (its end minus the original
+//    arrival of the last member). Members that did not wait for each other (one ended before
+//    another began) are not matched: an eager MPI send that ended before its receive began becomes
+//    a pred of the receive; anything else keeps its own duration.
+// Every edge so goes forward in time (a pred ends no later than its op starts; a collective's last
+// arrival precedes every member's end), so the graph has no cycle unless zero-length ops at one
+// instant wait for each other across ranks; Build returns InvalidInput then.
 // Each op keeps its original slack (start minus the latest end of what it waits for: launch and
 // host overhead), so replaying the unmodified graph gives back every start and end exactly.
 //
@@ -36,8 +45,12 @@ struct StepOp {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   int inst = -1;          // collective instance, or -1: the op runs alone
-  int64_t slack_ns = 0;   // start - latest end of its preds (or the start itself, with none)
+  int64_t slack_ns = 0;   // start - latest end of its preds (or the start itself, with none),
+                          // on the aligned clock (clock_ns)
   int64_t work_ns = 0;    // alone: end - start; in a collective: end - original release
+  // This rank's clock offset: its times + clock_ns are on the clock all ranks share (0 but in an
+  // exec trace whose ranks started their clocks apart; see Build).
+  int64_t clock_ns = 0;
 };
 
 class StepGraph {
@@ -52,7 +65,8 @@ class StepGraph {
   int instances() const { return static_cast<int>(inst_members_.size()); }
 
   // Replays with op i taking work(i) ns of work (its own duration, or its transfer time in a
-  // collective); returns the latest end. `ends`, if given, receives every op's end.
+  // collective) on the aligned clock; returns the latest end and fills `ends`, if given, with
+  // every op's end, on its rank's own clock (the trace's times, when nothing is changed).
   int64_t Replay(const std::function<int64_t(int)>& work, std::vector<int64_t>* ends = nullptr) const;
   int64_t ReplayUnmodified() const {
     return Replay([this](int i) { return ops_[i].work_ns; });

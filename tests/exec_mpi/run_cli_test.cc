@@ -13,28 +13,17 @@
 
 #include "exec/corpus.h"
 #include "tests/cli/cli_runner.h"
+#include "tests/exec_mpi/mpirun.h"
 
 namespace megascale {
 namespace {
 
 using testing::CliResult;
+using testing::Mpirun;
 using testing::Slurp;
 using testing::WriteTemp;
 
 const std::string kTiny = std::string(MEGASCALE_SOURCE_DIR) + "/scenarios/run-tiny-8.textproto";
-
-// `mpirun -np N --oversubscribe megascale ARGS` (the cli suite's RunCli runs the binary alone).
-CliResult Mpirun(int np, const std::string& args) {
-  const std::string base = ::testing::TempDir() + "/run_cli_" + std::to_string(::getpid());
-  const std::string cmd = std::string(MPIEXEC) + " -np " + std::to_string(np) + " --oversubscribe " +
-                          MEGASCALE_BINARY + " " + args + " >" + base + ".out 2>" + base + ".err";
-  const int status = std::system(cmd.c_str());
-  CliResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(base + ".out");
-  r.err = Slurp(base + ".err");
-  return r;
-}
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
