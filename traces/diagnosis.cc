@@ -1,6 +1,7 @@
 #include "traces/diagnosis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "planner/layout.h"
@@ -258,14 +259,19 @@ DiagnosisReport DiagnosisEngine::Finish() {
     for (int r : members) values.push_back(compute[r]);
     const double median = Median(values);
     if (median <= 0) continue;
+    std::vector<double> spread;
+    for (int r : members) spread.push_back(std::abs(compute[r] / median - 1));
+    // With two ranks the spread is the straggler itself: no noise estimate.
+    const double noise = members.size() >= 3 ? 1.4826 * Median(spread) : 0.0;
+    const double bar = std::max(options_.straggler_threshold, options_.straggler_noise_sigmas * noise);
     for (int r : members) {
-      findings.push_back({r, stage, compute[r], median, compute[r] / median - 1});
+      findings.push_back({r, stage, compute[r], median, compute[r] / median - 1, bar});
     }
   }
   std::stable_sort(findings.begin(), findings.end(),
                    [](const RankFinding& a, const RankFinding& b) { return a.slowdown > b.slowdown; });
   for (const RankFinding& f : findings) {
-    if (f.slowdown > options_.straggler_threshold) report.stragglers.push_back(f);
+    if (f.slowdown > f.threshold) report.stragglers.push_back(f);
   }
   findings.resize(std::min<size_t>(findings.size(), std::max(0, options_.top_k)));
   report.slowest = std::move(findings);

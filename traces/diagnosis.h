@@ -35,6 +35,7 @@ struct RankFinding {
   double compute_s = 0;               // mean compute-lane busy time per step
   double peer_median_compute_s = 0;   // median of the same stage's ranks
   double slowdown = 0;                // compute_s / peer_median_compute_s - 1
+  double threshold = 0;               // the bar its stage applied (DiagnosisOptions)
 };
 
 struct FailureFinding {
@@ -62,8 +63,13 @@ struct HeatMap {
 };
 
 struct DiagnosisOptions {
-  // A rank whose compute exceeds its stage peers' median by more than this is a straggler.
+  // A rank whose compute exceeds its stage peers' median by more than this is a straggler...
   double straggler_threshold = 0.02;
+  // ... and by more than this many robust standard deviations of its stage's slowdowns (1.4826 x
+  // their median absolute value), in stages of 3 or more ranks: the stage's own noise. Simulated
+  // compute is exact (the bar stays straggler_threshold); CPU ranks sharing cores spread by +-20%
+  // (tests/exec_mpi/parity_test.cc), where 0.02 alone would name healthy ranks.
+  double straggler_noise_sigmas = 3.0;
   int top_k = 5;
   // A rank whose wait exceeds its stage peers' median by more than this share of the step waits.
   double waiting_threshold = 0.02;

@@ -14,7 +14,8 @@ nlohmann::json FindingJson(const RankFinding& f) {
           {"stage", f.stage},
           {"compute_s", f.compute_s},
           {"peer_median_compute_s", f.peer_median_compute_s},
-          {"slowdown", f.slowdown}};
+          {"slowdown", f.slowdown},
+          {"threshold", f.threshold}};
 }
 
 std::string Format(const char* fmt, double a, double b = 0, double c = 0, double d = 0) {

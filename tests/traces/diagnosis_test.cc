@@ -186,6 +186,30 @@ TEST(Diagnosis, TenPercentSlowerReplicaIsTheOnlyStraggler) {
   EXPECT_TRUE(DiagnoseFile(FourReplicas(1.0, -1), Header(1, 1, 4)).stragglers.empty());
 }
 
+TEST(Diagnosis, NoisyPeersRaiseTheStragglerBarToTheirSpread) {
+  // Eight replicas whose compute spreads by up to +-8%, as CPU ranks sharing cores do, and rank 6
+  // at twice the work. Slowdowns against the median 1.02: their absolute values' median is
+  // (0.05 + 0.06) / 2 / 1.02 = 0.054, x 1.4826 x 3 sigmas = a bar of 0.24: rank 6 (+96%) is a
+  // straggler; ranks 3 (+5.9%) and 7 (+3.9%) are noise, though both exceed the fixed 0.02.
+  const double factor[8] = {0.93, 1.04, 0.97, 1.08, 1.0, 0.95, 2.0, 1.06};
+  std::vector<TraceEvent> ev;
+  for (int rank = 0; rank < 8; ++rank) {
+    const int64_t op = static_cast<int64_t>(kMs * factor[rank]);
+    for (int i = 0; i < 10; ++i) ev.push_back(Ev(rank, 0, FFN_UP_GEMM, COMPUTE, i * op, (i + 1) * op));
+  }
+  DiagnosisReport r = DiagnoseFile(ev, Header(1, 1, 8));
+  ASSERT_EQ(r.stragglers.size(), 1u);
+  EXPECT_EQ(r.stragglers[0].rank, 6);
+  const double median = 1.02, mad = (0.05 + 0.06) / 2 / median;
+  EXPECT_NEAR(r.stragglers[0].threshold, 3 * 1.4826 * mad, 1e-6);
+  EXPECT_NEAR(r.stragglers[0].slowdown, 2.0 / median - 1, 1e-6);
+
+  // Without the noise rule every rank over +2% would be named.
+  DiagnosisOptions fixed;
+  fixed.straggler_noise_sigmas = 0;
+  EXPECT_EQ(DiagnoseFile(ev, Header(1, 1, 8), {}, nullptr, fixed).stragglers.size(), 3u);  // 6, 3, 7
+}
+
 TEST(Diagnosis, StragglersAreJudgedAgainstTheirOwnStage) {
   // pp 2, dp 2 (TP-DP-PP order: ranks 0,1 stage 0; ranks 2,3 stage 1). Stage 1 does twice the
   // work by design; only rank 3, 10% slower than its stage peer, stands out.
