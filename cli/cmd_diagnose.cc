@@ -13,6 +13,7 @@
 #include "traces/chrome_export.h"
 #include "traces/diagnose_input.h"
 #include "traces/html_report.h"
+#include "traces/rank_view.h"
 
 namespace megascale::cli {
 namespace {
@@ -71,6 +72,12 @@ Status RunDiagnose(const DiagnoseArgs& args) {
   }
 
   MS_ASSIGN_OR_RETURN(DiagnosisReport report, DiagnoseInput(input, options));
+  std::string why = "asked for";
+  const int view_rank = args.rank >= 0 ? args.rank : DefaultViewRank(report, &why);
+  // Asked for: a trace without a layout is an error; by default it only goes without the view.
+  if (view_rank >= 0 && (args.rank >= 0 || HeatMapLayout(report.heatmap))) {
+    MS_ASSIGN_OR_RETURN(report.rank_view, MakeRankView(report, view_rank, why, "--rank"));
+  }
   if (!args.html.empty()) MS_RETURN_IF_ERROR(WriteHtmlReport(report, args.html));
   if (!args.heatmap.empty()) {
     MS_RETURN_IF_ERROR(WriteFileAtomically(

@@ -44,6 +44,7 @@ struct DiagnoseArgs {
   std::string heatmap;          // heat map: .svg gives SVG, .csv the CSV
   bool json = false;
   std::string straggler_threshold = "0.02";  // text: RunDiagnose checks it (one error format)
+  int rank = -1;  // the 3D view's rank; -1: the top straggler, hang culprit or failed rank
 };
 Status RunDiagnose(const DiagnoseArgs& args);
 

@@ -8,6 +8,7 @@
 #include "planner/metrics.h"
 #include "traces/drift.h"
 #include "traces/hang_locator.h"
+#include "traces/median.h"
 #include "traces/rank_timeline.h"
 #include "traces/slow_links.h"
 #include "traces/trace_io.h"
@@ -20,12 +21,6 @@ constexpr int kMaxRanks = 1 << 22;
 constexpr int kMaxSteps = 1 << 24;
 
 double Seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 }  // namespace
 

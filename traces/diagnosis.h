@@ -118,6 +118,7 @@ struct DiagnosisReport {
   DriftFinding drift;                        // drift.h
   std::vector<WhatIfFinding> what_if;        // what_if.h; filled by DiagnoseInput (second pass)
   std::optional<StepTimeline> timeline;      // a few ranks' ops in the slowest step (HTML)
+  std::optional<RankView> rank_view;         // rank_view.h; filled by DiagnoseInput
   std::vector<std::string> notes;            // what was not analysed, and why
 };
 

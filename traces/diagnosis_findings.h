@@ -70,6 +70,22 @@ struct WhatIfFinding {
   double mfu_lost = 0;            // MFU(healthy_s) - MFU(replayed_s), absolute
 };
 
+// MegaScale's 3D-parallel view of one rank: its TP, DP and PP groups, each member with its compute
+// against its stage's median, so a reader sees whom the rank waits for and who waits for it.
+struct GroupMember {
+  int rank = 0;
+  int tp = 0, dp = 0, pp = 0;     // coordinates (RankLayout)
+  double compute_s = 0;           // mean compute per completed step
+  double slowdown = 0;            // against its stage's median compute
+  bool straggler = false;
+};
+struct RankView {
+  int rank = 0;
+  int tp = 0, dp = 0, pp = 0;
+  std::string why;                // "top straggler", "hang culprit", "failed rank", "asked for"
+  std::vector<GroupMember> tp_group, dp_group, pp_group;  // in group order, the rank included
+};
+
 // A few ranks' ops in one step, for the HTML timeline.
 struct TimelineOp {
   int64_t start_ns = 0;

@@ -5,6 +5,7 @@
 
 #include "planner/layout.h"
 #include "traces/diagnosis.h"
+#include "traces/rank_view.h"
 
 namespace megascale {
 namespace {
@@ -73,6 +74,21 @@ void AddDeepFindings(const DiagnosisReport& r, nlohmann::json& j) {
                        {"slowdown", w.slowdown}, {"mfu_lost", w.mfu_lost}});
   }
   j["what_if"] = what_if;
+  j["rank_view"] = nullptr;
+  if (r.rank_view) {
+    const RankView& v = *r.rank_view;
+    auto members = [](const std::vector<GroupMember>& group) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const GroupMember& m : group) {
+        out.push_back({{"rank", m.rank}, {"tp", m.tp}, {"dp", m.dp}, {"pp", m.pp}, {"compute_s", m.compute_s},
+                       {"slowdown", m.slowdown}, {"straggler", m.straggler}});
+      }
+      return out;
+    };
+    j["rank_view"] = {{"rank", v.rank}, {"why", v.why}, {"tp", v.tp}, {"dp", v.dp}, {"pp", v.pp},
+                      {"tp_group", members(v.tp_group)}, {"dp_group", members(v.dp_group)},
+                      {"pp_group", members(v.pp_group)}};
+  }
   j["notes"] = r.notes;
 }
 
@@ -80,15 +96,7 @@ void AddDeepFindings(const DiagnosisReport& r, nlohmann::json& j) {
 
 std::string HeatMapToCsv(const DiagnosisReport& r) {
   const HeatMap& m = r.heatmap;
-  std::optional<RankLayout> layout;
-  if (m.tp > 0 && m.pp > 0 && m.dp > 0) {
-    LayoutSpec spec;
-    spec.set_tp(m.tp);
-    spec.set_pp(m.pp);
-    spec.set_dp(m.dp);
-    spec.set_rank_order(m.rank_order);
-    layout.emplace(spec);
-  }
+  const std::optional<RankLayout> layout = HeatMapLayout(m);
   std::string out = "step,rank,dp,pp,tp,compute_s\n";
   char buf[128];
   for (size_t k = 0; k < m.compute_s.size(); ++k) {
@@ -196,6 +204,7 @@ std::string ReportToText(const DiagnosisReport& r) {
     out += "what-if " + w.scope + Format(" healthy: step %.4g s -> %.4g s, S = %.2f%%, MFU +%.2f points\n",
                                           w.replayed_s, w.healthy_s, 100 * w.slowdown, 100 * w.mfu_lost);
   }
+  if (r.rank_view) out += RankViewToText(*r.rank_view);
   for (const std::string& note : r.notes) out += "note: " + note + "\n";
   if (r.failure) {
     out += "failure: rank " + std::to_string(r.failure->rank) +

@@ -5,15 +5,10 @@
 #include <set>
 #include <sstream>
 
+#include "traces/median.h"
+
 namespace megascale {
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Transfers shorter than this are latency, not bandwidth: not judged.
 constexpr double kMinJudged_s = 1e-6;

@@ -96,6 +96,23 @@ TEST(DiagnoseCli, StragglerThresholdIsApplied) {
   EXPECT_TRUE(Json(RunCli("diagnose --json --straggler-threshold 0.5 " + t.trace))["stragglers"].empty());
 }
 
+TEST(DiagnoseCli, RankViewShowsTheStragglersGroupsOrTheRankAskedFor) {
+  const Traces& t = StragglerTraces();
+  // By default the top straggler, rank 37: tp 1, dp 1, pp 1 of TP 4 x PP 2 x DP 8.
+  json j = Json(RunCli("diagnose --json " + t.trace));
+  ASSERT_TRUE(j["rank_view"].is_object());
+  EXPECT_EQ(j["rank_view"]["rank"], 37);
+  EXPECT_EQ(j["rank_view"]["why"], "top straggler");
+  EXPECT_EQ(j["rank_view"]["tp_group"].size(), 4u);
+  EXPECT_EQ(j["rank_view"]["dp_group"].size(), 8u);
+  EXPECT_EQ(j["rank_view"]["pp_group"].size(), 2u);
+  for (const auto& m : j["rank_view"]["tp_group"]) EXPECT_EQ(m["straggler"], m["rank"] == 37);
+  EXPECT_EQ(Json(RunCli("diagnose --json --rank 2 " + t.trace))["rank_view"]["rank"], 2);
+  auto bad = RunCli("diagnose --rank 64 " + t.trace);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--rank = 64: must be a rank of the trace, 0..63"), std::string::npos) << bad.err;
+}
+
 TEST(DiagnoseCli, ChromeTraceGivesTheSameFindingsAutoOrForced) {
   const Traces& t = StragglerTraces();
   json ours = Json(RunCli("diagnose --json " + t.trace));
