@@ -33,10 +33,20 @@ LinkFigures RouteFigures(const topology::Cluster& cluster, int src_gpu, int dst_
   return {cluster.RouteBandwidth(path), cluster.RouteLatency(path)};
 }
 
+LinkFigures DpHopFigures(const topology::Cluster& cluster, const RankLayout& ranks, int stage,
+                         int dp) {
+  const int me = ranks.RankOf({0, 0, stage});
+  const LinkFigures out = RouteFigures(cluster, me, ranks.RankOf({0, 1 % dp, stage}));
+  const LinkFigures in = RouteFigures(cluster, ranks.RankOf({0, dp - 1, stage}), me);
+  return {std::min(out.bandwidth_bytes_per_s, in.bandwidth_bytes_per_s),
+          std::max(out.latency_s, in.latency_s)};
+}
+
 CostModel::CostModel(const ClusterSpec& cluster) : CostModel(cluster, CalibrationFor(cluster.gpu())) {}
 
 CostModel::CostModel(const ClusterSpec& cluster, CostConstants constants)
     : constants_(std::move(constants)),
+      collectives_(cluster.collectives()),
       peak_flops_(cluster.peak_tflops() * 1e12),
       hbm_bytes_per_s_(cluster.hbm_gbytes_per_s() * 1e9),
       nvlink_bytes_per_s_(cluster.nvlink_gbytes_per_s() * 1e9),
@@ -141,19 +151,16 @@ LinkFigures CostModel::Effective(const LinkFigures& link) const {
 
 double CostModel::DpCollectiveTime(OpKind kind, int n, double bytes,
                                    const LinkFigures& link) const {
-  return RingCollectiveTime(kind, n, bytes, Effective(link));
+  return CollectiveTime(collectives_, kind, n, bytes, Effective(link));
+}
+
+CollectiveSpec::Algorithm CostModel::DpAlgorithm(OpKind kind, int n, double bytes,
+                                                 const LinkFigures& link) const {
+  return ChooseAlgorithm(collectives_, kind, n, bytes, Effective(link));
 }
 
 double CostModel::PpTime(double bytes, const LinkFigures& link) const {
   return P2pTime(bytes, Effective(link));
-}
-
-double CostModel::RingCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link) {
-  if (n <= 1) return 0;
-  const bool all_reduce = kind == DP_ALL_REDUCE;
-  const double steps = (all_reduce ? 2.0 : 1.0) * (n - 1);
-  const double volume = (all_reduce ? 2.0 : 1.0) * (n - 1.0) / n * bytes;
-  return steps * link.latency_s + volume / link.bandwidth_bytes_per_s;
 }
 
 double CostModel::P2pTime(double bytes, const LinkFigures& link) {

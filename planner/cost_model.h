@@ -8,13 +8,16 @@
 //    over the s x s_eff scores in HBM;
 //  * MemoryBoundTime: element-wise ops, bytes over the achievable HBM bandwidth;
 //  * TpCollectiveTime: NCCL's ring inside an NVSwitch node, bus-bandwidth formula;
-//  * DpCollectiveTime / PpTime: NCCL ring and send/recv over the route's NICs, at the calibrated
-//    network efficiency; RingCollectiveTime / P2pTime are plan.proto's raw closed forms;
+//  * DpCollectiveTime / PpTime: NCCL's DP collective (ring or double binary tree, per the
+//    cluster's collectives settings: planner/collective_cost.h) and send/recv over the route's
+//    NICs, at the calibrated network efficiency; P2pTime is plan.proto's raw closed form;
 //  * OpTime: an op of a layer (what layer_ops calls), dispatching to the above.
 // Immutable; thread-safe.
 #pragma once
 
 #include "planner/calibration.h"
+#include "planner/collective_cost.h"
+#include "planner/layout.h"
 #include "planner/model.pb.h"
 #include "planner/op_costs.h"
 #include "planner/plan.pb.h"
@@ -31,14 +34,14 @@ using CostConstants = GpuCalibration;
 // The A100 calibration (the reference GPU of DESIGN.md).
 const CostConstants& DefaultCostConstants();
 
-// A one-way path between two GPUs.
-struct LinkFigures {
-  double bandwidth_bytes_per_s = 0;
-  double latency_s = 0;
-};
-
 // The route from GPU src to GPU dst in the cluster (min bandwidth, summed latency).
 LinkFigures RouteFigures(const topology::Cluster& cluster, int src_gpu, int dst_gpu);
+// The DP hop of stage `stage`'s representative (TP index 0, replica 0), dp >= 2: the slower of
+// the route to its ring successor and the one from its predecessor (min bandwidth, max latency).
+// The planner prices every DP collective of the stage over it, ring and tree alike, and the
+// simulator's AUTO choice uses it too, so both pick the same algorithm.
+LinkFigures DpHopFigures(const topology::Cluster& cluster, const RankLayout& ranks, int stage,
+                         int dp);
 
 class CostModel {
  public:
@@ -65,15 +68,18 @@ class CostModel {
   // A TP collective (TP_ALL_GATHER, TP_REDUCE_SCATTER, TP_ALL_REDUCE) of `bytes` (full buffer)
   // among tp GPUs of one node.
   double TpCollectiveTime(OpKind kind, int tp, double bytes) const;
-  // A DP ring collective at the calibrated network efficiency.
+  // A DP collective among n members at the calibrated network efficiency, with the algorithm
+  // the cluster's collectives settings pick (planner/collective_cost.h).
   double DpCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link) const;
+  // The algorithm DpCollectiveTime prices: RING or TREE.
+  CollectiveSpec::Algorithm DpAlgorithm(OpKind kind, int n, double bytes,
+                                        const LinkFigures& link) const;
   // A PP send/recv at the calibrated network efficiency.
   double PpTime(double bytes, const LinkFigures& link) const;
   // The link as NCCL sees it: bandwidth scaled by the network efficiency.
   LinkFigures Effective(const LinkFigures& link) const;
 
-  // plan.proto's raw closed forms (line rate): steps x latency + volume / bandwidth.
-  static double RingCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link);
+  // plan.proto's raw closed form of a send/recv (line rate): latency + bytes / bandwidth.
   static double P2pTime(double bytes, const LinkFigures& link);
 
   const CostConstants& constants() const { return constants_; }
@@ -84,6 +90,7 @@ class CostModel {
   double StreamSeconds(double bytes) const;
 
   CostConstants constants_;
+  CollectiveSpec collectives_;
   double peak_flops_;
   double hbm_bytes_per_s_;
   double nvlink_bytes_per_s_;

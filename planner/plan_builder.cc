@@ -67,14 +67,7 @@ void FillLinks(const topology::Cluster& cluster, const RankLayout& ranks, int st
     in.pp_send_s[peer] = in.layer.cost->PpTime(bytes, RouteFigures(cluster, me, other));
     in.pp_recv_s[peer] = in.layer.cost->PpTime(bytes, RouteFigures(cluster, other, me));
   }
-  if (layout.dp() > 1) {
-    // The ring hop to the successor and from the predecessor: the slower one paces the ring.
-    const LinkFigures out = RouteFigures(cluster, me, ranks.RankOf({0, 1, stage}));
-    const LinkFigures in_hop = RouteFigures(cluster, ranks.RankOf({0, layout.dp() - 1, stage}), me);
-    in.dp_link.bandwidth_bytes_per_s =
-        std::min(out.bandwidth_bytes_per_s, in_hop.bandwidth_bytes_per_s);
-    in.dp_link.latency_s = std::max(out.latency_s, in_hop.latency_s);
-  }
+  if (layout.dp() > 1) in.dp_link = DpHopFigures(cluster, ranks, stage, layout.dp());
 }
 
 }  // namespace

@@ -55,16 +55,6 @@ int InFlightUnits(int stage, int pp, int vp, int microbatches) {
   return warmup < total ? warmup + 1 : total;
 }
 
-// DP ring hop of stage `stage`'s representative: the slower of the hop to its ring successor and
-// the one from its predecessor (what planner/plan_builder.cc gives the stage programs).
-LinkFigures DpLink(const topology::Cluster& cluster, const RankLayout& ranks, int stage, int dp) {
-  const int me = ranks.RankOf({0, 0, stage});
-  const LinkFigures out = RouteFigures(cluster, me, ranks.RankOf({0, 1 % dp, stage}));
-  const LinkFigures in = RouteFigures(cluster, ranks.RankOf({0, dp - 1, stage}), me);
-  return {std::min(out.bandwidth_bytes_per_s, in.bandwidth_bytes_per_s),
-          std::max(out.latency_s, in.latency_s)};
-}
-
 }  // namespace
 
 StepEstimator::StepEstimator(const Scenario& base, const topology::Cluster& cluster, int num_gpus,
@@ -142,7 +132,8 @@ StepEstimate StepEstimator::Estimate(const Candidate& c) {
                                                            ranks.RankOf({0, 0, j}))));
     }
   }
-  const LinkFigures dp_link = dp > 1 ? DpLink(cluster_, ranks, 0, dp) : LinkFigures{};
+  // Stage 0's DP hop stands for every stage's (the programs use each stage's own).
+  const LinkFigures dp_link = dp > 1 ? DpHopFigures(cluster_, ranks, 0, dp) : LinkFigures{};
   auto dp_time = [&](OpKind kind, double params) {
     return cost_.DpCollectiveTime(kind, dp, kActivationBytes * params, dp_link);
   };

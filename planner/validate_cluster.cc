@@ -4,6 +4,30 @@
 #include "topology/hardware.h"
 
 namespace megascale::validation {
+namespace {
+
+// NCCL's channel limit (MAXCHANNELS) and the chunk sizes its buffers allow.
+constexpr int kMaxChannels = 32;
+constexpr int64_t kMinChunkBytes = 1 << 10;
+constexpr int64_t kMaxChunkBytes = int64_t{64} << 20;
+
+Status ResolveCollectives(CollectiveSpec* c) {
+  MS_CHECK_FIELD(CollectiveSpec::Algorithm_IsValid(c->algorithm()), "cluster.collectives.algorithm",
+                 static_cast<int>(c->algorithm()), "must be AUTO, RING or TREE");
+  MS_CHECK_FIELD(c->channels() >= 1 && c->channels() <= kMaxChannels,
+                 "cluster.collectives.channels", c->channels(),
+                 "must be between 1 and " + Num(kMaxChannels) + " (NCCL's MAXCHANNELS)");
+  MS_CHECK_FIELD(c->chunk_bytes() >= kMinChunkBytes && c->chunk_bytes() <= kMaxChunkBytes,
+                 "cluster.collectives.chunk_bytes", c->chunk_bytes(),
+                 "must be between 1024 (1 KiB) and 67108864 (64 MiB)");
+  c->set_algorithm(c->algorithm());
+  c->set_channels(c->channels());
+  c->set_chunk_bytes(c->chunk_bytes());
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ResolveCluster(ClusterSpec* c) {
   auto gpu = topology::LookupGpu(c->gpu());
   if (!gpu.ok()) {
@@ -39,6 +63,7 @@ Status ResolveCluster(ClusterSpec* c) {
   MS_CHECK_FIELD(c->hbm_gb() >= 0, "cluster.hbm_gb", c->hbm_gb(), "must be >= 0 (0 = catalogue)");
   MS_CHECK_FIELD(c->hbm_gbytes_per_s() >= 0, "cluster.hbm_gbytes_per_s", c->hbm_gbytes_per_s(),
                  "must be >= 0 (0 = catalogue)");
+  MS_RETURN_IF_ERROR(ResolveCollectives(c->mutable_collectives()));
   if (c->peak_tflops() == 0) c->set_peak_tflops(gpu->peak_flops / 1e12);
   if (c->hbm_gb() == 0) c->set_hbm_gb(gpu->hbm_bytes / 1e9);
   if (c->hbm_gbytes_per_s() == 0) c->set_hbm_gbytes_per_s(gpu->hbm_bytes_per_s / 1e9);

@@ -4,7 +4,9 @@
 //    times are computed on the actor's own clock as soon as their inputs are known (compute lasts
 //    duration_s / speed on each GPU; a TP collective starts when the slowest peer is ready);
 //  * network ops (PP send/recv, DP collectives) are posted at their start time (the latest ready
-//    time among the group's GPUs: the group is in lockstep) and become one SimGrid flow per GPU.
+//    time among the group's GPUs: the group is in lockstep) and become SimGrid flows per GPU: one
+//    for a PP transfer, one per channel to the ring successor for a DP ring, one per channel to
+//    each tree neighbour for a DP tree (planner/collective_cost.h).
 // Between network events the actor sleeps in one wait_any over its flows and its doorbell, so
 // SimGrid only sees network traffic. Step k+1 starts when the whole step k program has ended.
 #pragma once
@@ -65,6 +67,14 @@ class GroupActor {
     GroupActor* notify;
     simgrid::s4u::CommPtr send_side;  // kept until the transfer ends (SimGrid warns otherwise)
     int uplink;                       // the ToR uplink it crosses, -1 if none (collision stats)
+    int load;                         // its weight on that uplink (CountUplink)
+  };
+  // One destination of a flow set: the receiving group's GPUs (by TP index), the bytes to move
+  // (split over the channels) and the ECMP index of its first channel (RouteFlowId).
+  struct FlowTarget {
+    std::vector<int> dst_gpus;
+    double bytes;
+    int route;
   };
 
   // --- closed-form interpretation (group_actor.cc)
@@ -86,12 +96,17 @@ class GroupActor {
   void PostDp(NetOp& n, const Op& op);
   bool NetOpEnds(const NetOp& n, std::vector<double>* ends) const;
   void Release(const NetOp& n);
-  void StartFlows(FlowSet* flows, const std::vector<int>& src_gpus, const std::vector<int>& dst_gpus,
-                  double bytes, GroupActor* notify);
+  void StartRing(DpCollective& c);
+  void StartTree(DpCollective& c);
+  void OnTreeSetEnded(DpCollective& c, const FlowSet& set);
+  CollectiveSpec::Algorithm DpAlgorithmOf(const DpCollective& c) const;
+  void StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
+                  const std::vector<FlowTarget>& targets, int channels, GroupActor* notify);
+  uint64_t RouteFlowId(int route) const;
   void OnFlowEnded(size_t index);
   void OnFlowFailed(size_t index);
   void RemoveWait(size_t index);
-  int CountUplink(const topology::Path& path);
+  int CountUplink(const topology::Path& path, int load);
   std::vector<int> GroupGpus(int stage, int replica) const;
 
   SimWorld* world_;

@@ -1,12 +1,16 @@
 // GroupActor's network ops: posting PP/DP ops into the shared rendezvous tables, starting the
-// per-GPU flows, and turning ended flows into per-GPU op end times.
+// per-GPU flows (per channel, per ring successor or tree neighbour), and turning ended flows into
+// per-GPU op end times (plan.proto's communication semantics).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
 #include <simgrid/s4u/Engine.hpp>
 
+#include "base/splitmix64.h"
+#include "planner/cost_model.h"
 #include "sim/group_actor.h"
 
 namespace megascale {
@@ -14,6 +18,7 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 constexpr double kEps = 1e-9;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
@@ -28,16 +33,16 @@ bool GroupActor::AdvanceNetOps() {
       Post(n);
     }
     if (n.cls == OpClass::kDp && n.dp->released && !n.own_flows_started) {
-      const int members = static_cast<int>(n.dp->members.size());
-      FlowSet* own = &n.dp->sends[replica_];
-      if (members == 1) {  // nothing to exchange
+      DpCollective& c = *n.dp;
+      if (c.members.size() == 1) {  // nothing to exchange
+        FlowSet* own = &c.sends[replica_];
         own->end.assign(tp_, now);
         own->latency.assign(tp_, 0.0);
         own->started = true;
+      } else if (c.algorithm == CollectiveSpec::TREE) {
+        StartTree(c);
       } else {
-        const int succ = (replica_ + 1) % members;
-        StartFlows(own, gpus_, GroupGpus(stage_, succ), RingVolume(n.dp->kind, members, n.dp->bytes),
-                   n.dp->members[succ]);
+        StartRing(c);
       }
       n.own_flows_started = true;
     }
@@ -81,8 +86,8 @@ void GroupActor::PostPp(NetOp& n, const Op& op) {
   if (m.sender != nullptr && m.receiver != nullptr) {
     // Posted second: start the transfer now (max of both post times) and own its flows.
     GroupActor* partner = send ? m.receiver : m.sender;
-    StartFlows(&m.flows, GroupGpus(key.send_stage, replica_), GroupGpus(key.recv_stage, replica_),
-               m.bytes, partner);
+    StartFlows(&m.flows, GroupGpus(key.send_stage, replica_),
+               {FlowTarget{GroupGpus(key.recv_stage, replica_), m.bytes, 0}}, 1, partner);
   }
 }
 
@@ -95,6 +100,16 @@ void GroupActor::PostDp(NetOp& n, const Op& op) {
     c.sends.resize(members);
     c.kind = op.kind();
     c.bytes = op.comm_bytes();
+    c.algorithm = DpAlgorithmOf(c);
+    if (c.algorithm == CollectiveSpec::TREE) {
+      const CollectiveSpec& spec = world_->plan.cluster().collectives();
+      c.tree_depth = DoubleTreeShape(members).depth;
+      c.tree_chunk = TreeChunkBytes(c.bytes, spec.channels(), static_cast<double>(spec.chunk_bytes()));
+      c.sets_left = members;
+      c.last_end.assign(tp_, -1.0);
+      c.latency.assign(tp_, 0.0);
+      c.bandwidth.assign(tp_, kInf);
+    }
   } else if (c.kind != op.kind() || c.bytes != op.comm_bytes()) {
     throw std::runtime_error("stage " + std::to_string(stage_) + " DP collective_seq " +
                              std::to_string(op.collective_seq()) + ": members disagree on kind or bytes");
@@ -125,6 +140,16 @@ bool GroupActor::NetOpEnds(const NetOp& n, std::vector<double>* ends) const {
   }
   const DpCollective& c = *n.dp;
   const int members = static_cast<int>(c.members.size());
+  if (c.algorithm == CollectiveSpec::TREE) {
+    if (c.sets_left > 0) return false;
+    // plan.proto: every member's op ends when the collective's last flow has ended, plus the
+    // pipeline fill less the one latency already inside the simulated flows.
+    for (int k = 0; k < tp_; ++k) {
+      const LinkFigures hop{c.bandwidth[k], c.latency[k]};
+      (*ends)[k] = c.last_end[k] + TreeFillTime(c.tree_depth, c.tree_chunk, hop) - c.latency[k];
+    }
+    return true;
+  }
   const FlowSet& own = c.sends[replica_];
   const FlowSet& pred = c.sends[(replica_ + members - 1) % members];
   if (!own.started || own.remaining > 0 || !pred.started || pred.remaining > 0) return false;
@@ -145,56 +170,140 @@ void GroupActor::Release(const NetOp& n) {
   }
 }
 
+CollectiveSpec::Algorithm GroupActor::DpAlgorithmOf(const DpCollective& c) const {
+  const CollectiveSpec& spec = world_->plan.cluster().collectives();
+  const int members = static_cast<int>(c.members.size());
+  LinkFigures hop;
+  if (spec.algorithm() == CollectiveSpec::AUTO && c.kind == DP_ALL_REDUCE && members >= 2) {
+    // The planner's choice, from the same closed forms over the same hop as NCCL sees it
+    // (CostModel::Effective with the calibration the platform carries).
+    const LinkFigures raw = DpHopFigures(world_->cluster, world_->layout, stage_, members);
+    hop = {raw.bandwidth_bytes_per_s * world_->platform.net.efficiency,
+           raw.latency_s + world_->platform.net.step_latency_s};
+  }
+  return ChooseAlgorithm(spec, c.kind, members, c.bytes, hop);
+}
+
+void GroupActor::StartRing(DpCollective& c) {
+  const int members = static_cast<int>(c.members.size());
+  const int succ = (replica_ + 1) % members;
+  StartFlows(&c.sends[replica_], gpus_,
+             {FlowTarget{GroupGpus(stage_, succ), RingVolume(c.kind, members, c.bytes), 0}},
+             world_->plan.cluster().collectives().channels(), c.members[succ]);
+}
+
+void GroupActor::StartTree(DpCollective& c) {
+  // Both trees' edges at this member, each way: half the buffer to the parent (reduce) and to
+  // each child (broadcast); the neighbours send the other direction themselves. Tree t's channel
+  // j hashes as route t x channels + j, so the two trees' flows between one pair differ.
+  const int members = static_cast<int>(c.members.size());
+  const int channels = world_->plan.cluster().collectives().channels();
+  std::vector<FlowTarget> targets;
+  for (int t = 0; t < 2; ++t) {
+    const TreeNode node = DoubleTreeNode(members, t, replica_);
+    for (int peer : {node.parent, node.children[0], node.children[1]}) {
+      if (peer >= 0) targets.push_back({GroupGpus(stage_, peer), TreeEdgeBytes(c.bytes), t * channels});
+    }
+  }
+  FlowSet* own = &c.sends[replica_];
+  own->tree = &c;
+  StartFlows(own, gpus_, targets, channels, nullptr);
+}
+
+void GroupActor::OnTreeSetEnded(DpCollective& c, const FlowSet& set) {
+  for (int k = 0; k < tp_; ++k) {
+    c.last_end[k] = std::max(c.last_end[k], set.end[k]);
+    c.latency[k] = std::max(c.latency[k], set.latency[k]);
+    c.bandwidth[k] = std::min(c.bandwidth[k], set.bandwidth[k]);
+  }
+  if (--c.sets_left > 0) return;
+  for (GroupActor* m : c.members) {  // the result reaches every member: wake them all, once
+    if (m != this) m->Ring();
+  }
+}
+
+uint64_t GroupActor::RouteFlowId(int route) const {
+  // Route 0 keeps the seed itself (one channel: the routes of a single flow per pair).
+  return route == 0 ? world_->ecmp_flow_id
+                    : SplitMix64(world_->ecmp_flow_id + static_cast<uint64_t>(route));
+}
+
 void GroupActor::StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
-                            const std::vector<int>& dst_gpus, double bytes, GroupActor* notify) {
+                            const std::vector<FlowTarget>& targets, int channels,
+                            GroupActor* notify) {
   flows->end.assign(tp_, -1.0);
   flows->latency.assign(tp_, 0.0);
+  flows->bandwidth.assign(tp_, kInf);
   flows->represented.clear();
   flows->remaining = 0;
   flows->started = true;
-  // FLOWS_PER_GROUP: the first GPU whose pair no fault touches carries the flow for all such
+  // FLOWS_PER_GROUP: the first GPU whose pairs no fault touches carries the flows for all such
   // GPUs; a GPU a fault touches keeps its own (sim/faults.proto FlowModel).
   const std::vector<bool>& own = world_->faults.own_flow;
   int representative = -1;
   if (world_->one_flow_per_group) {
     flows->represented.assign(tp_, false);
     for (int k = 0; k < tp_; ++k) {
-      flows->represented[k] = !own[src_gpus[k]] && !own[dst_gpus[k]];
-      if (flows->represented[k] && representative < 0) representative = k;
+      bool healthy = !own[src_gpus[k]];
+      for (const FlowTarget& t : targets) healthy = healthy && !own[t.dst_gpus[k]];
+      flows->represented[k] = healthy;
+      if (healthy && representative < 0) representative = k;
     }
   }
-  // SimGrid cannot start an empty transfer; one byte costs the route latency, as a real one does.
-  const auto size = static_cast<uint64_t>(std::max(1.0, std::round(bytes)));
+  // A flow's weight on an uplink, in units of one channel's share of a NIC-speed transfer.
+  const int units = world_->plan.cluster().collectives().channels();
+  const int load = std::max(1, units / channels);
   static char payload;
-  for (int k = 0; k < tp_; ++k) {
-    if (!flows->represented.empty() && flows->represented[k] && k != representative) continue;
-    const topology::Path path = world_->cluster.Route(src_gpus[k], dst_gpus[k], world_->ecmp_flow_id);
-    flows->latency[k] = world_->platform.Latency(world_->cluster, path);
-    // The transfer to itself that the zone routes over src -> dst (sim/platform.h). It starts
-    // when the receive side is posted: the route is looked up then, in posting order.
-    world_->platform.router->Expect(index_, src_gpus[k], dst_gpus[k]);
-    sg4::CommPtr send = flows_->put_async(&payload, size);
-    waits_.push_back(flows_->get_async<void>(&flow_slot_));
-    owned_.push_back(OwnedFlow{flows, k, notify, std::move(send), CountUplink(path)});
-    ++flows->remaining;
-    ++world_->network_activities;
+  for (const FlowTarget& t : targets) {
+    // SimGrid cannot start an empty transfer; one byte costs the route latency, as a real one does.
+    const auto size = static_cast<uint64_t>(std::max(1.0, std::round(t.bytes / channels)));
+    for (int j = 0; j < channels; ++j) {
+      const int route = t.route + j;
+      for (int k = 0; k < tp_; ++k) {
+        if (!flows->represented.empty() && flows->represented[k] && k != representative) continue;
+        const int dst = t.dst_gpus[k];
+        // The route the zone takes (sim/platform.h): around the switches routing avoids.
+        const topology::Path path = world_->cluster.Route(src_gpus[k], dst, RouteFlowId(route),
+                                                          world_->platform.router->avoided());
+        const double latency = world_->platform.Latency(world_->cluster, path);
+        flows->latency[k] = std::max(flows->latency[k], latency);
+        flows->bandwidth[k] = std::min(flows->bandwidth[k], world_->cluster.RouteBandwidth(path) *
+                                                                world_->platform.net.efficiency);
+        // The transfer to itself that the zone routes over src -> dst (sim/platform.h). It starts
+        // when the receive side is posted: the route is looked up then, in posting order.
+        if (route == 0) {
+          world_->platform.router->Expect(index_, src_gpus[k], dst);
+        } else {
+          world_->platform.router->ExpectLinks(index_, path, latency);
+        }
+        sg4::CommPtr send = flows_->put_async(&payload, size);
+        waits_.push_back(flows_->get_async<void>(&flow_slot_));
+        owned_.push_back(OwnedFlow{flows, k, notify, std::move(send), CountUplink(path, load), load});
+        ++flows->remaining;
+        ++world_->network_activities;
+      }
+    }
   }
 }
 
-int GroupActor::CountUplink(const topology::Path& path) {
-  // Up-down routing crosses at most one ToR uplink, and it is the first switch-tier link.
+int GroupActor::CountUplink(const topology::Path& path, int load) {
+  // Up-down routing crosses at most one ToR uplink, and it is the first switch-tier link. Loads
+  // are in units of one DP channel's share of a NIC-speed transfer (a PP flow weighs `units`),
+  // so the figures compare across channel counts: with one channel they count flows.
+  const int units = world_->plan.cluster().collectives().channels();
   for (int id : path) {
     const topology::LinkClass cls = world_->cluster.link(id).cls;
     if (cls != topology::LinkClass::kTorToAgg && cls != topology::LinkClass::kTorToSpine) continue;
     if (world_->uplink_live.empty()) world_->uplink_live.assign(world_->cluster.num_links(), 0);
-    const int live = ++world_->uplink_live[id];
+    const int before = world_->uplink_live[id];
+    const int live = world_->uplink_live[id] += load;
     // How many flows at full NIC speed the uplink carries (path[1] is the NIC -> ToR cable).
     const double fit = world_->cluster.link(id).bandwidth_bytes_per_s /
                        world_->cluster.link(path[1]).bandwidth_bytes_per_s;
     ++world_->uplink_flows;
-    world_->uplink_shared += live > 1;
-    world_->uplink_over += live > fit + 1e-9;
-    world_->uplink_max = std::max(world_->uplink_max, live);
+    world_->uplink_shared += before > 0;
+    world_->uplink_over += live > fit * units + 1e-9;
+    world_->uplink_max = std::max(world_->uplink_max, (live + units - 1) / units);
     return id;
   }
   return -1;
@@ -211,9 +320,16 @@ void GroupActor::OnFlowEnded(size_t index) {
       if (!set.represented[k]) continue;
       set.end[k] = now;
       set.latency[k] = set.latency[f.k];
+      set.bandwidth[k] = set.bandwidth[f.k];
     }
   }
-  if (--set.remaining == 0 && f.notify != nullptr && f.notify != this) f.notify->Ring();
+  if (--set.remaining == 0) {
+    if (set.tree != nullptr) {
+      OnTreeSetEnded(*set.tree, set);
+    } else if (f.notify != nullptr && f.notify != this) {
+      f.notify->Ring();
+    }
+  }
   RemoveWait(index);
 }
 
@@ -223,7 +339,8 @@ void GroupActor::OnFlowFailed(size_t index) {
 }
 
 void GroupActor::RemoveWait(size_t index) {
-  if (owned_[index - 1].uplink >= 0) --world_->uplink_live[owned_[index - 1].uplink];
+  const OwnedFlow& f = owned_[index - 1];
+  if (f.uplink >= 0) world_->uplink_live[f.uplink] -= f.load;
   // Order does not matter for results (each entry names its flow), only for determinism, and
   // swap-with-last is deterministic.
   waits_[index] = waits_.back();

@@ -152,9 +152,9 @@ TEST(CostModel, TpRingBusBandwidthInsideTheNode) {
 
 TEST(CostModel, DpRingAndP2pFollowPlanProto) {
   const LinkFigures link{25e9, 2e-6};
-  EXPECT_DOUBLE_EQ(CostModel::RingCollectiveTime(DP_REDUCE_SCATTER, 4, 1e9, link),
+  EXPECT_DOUBLE_EQ(RingCollectiveTime(DP_REDUCE_SCATTER, 4, 1e9, link),
                    3 * 2e-6 + 0.75e9 / 25e9);
-  EXPECT_DOUBLE_EQ(CostModel::RingCollectiveTime(DP_ALL_REDUCE, 4, 1e9, link),
+  EXPECT_DOUBLE_EQ(RingCollectiveTime(DP_ALL_REDUCE, 4, 1e9, link),
                    6 * 2e-6 + 1.5e9 / 25e9);
   EXPECT_DOUBLE_EQ(CostModel::P2pTime(1e6, link), 2e-6 + 1e6 / 25e9);
   // NCCL over the NICs: bandwidth x network efficiency, latency + its per-step latency.

@@ -5,7 +5,8 @@
 // (e.g. a DP ring's flows and PP transfers meeting on one NIC), which the planner does not model.
 //
 // Layouts cover both schedules, virtual stages, ZeRO 0/1/3, recompute, overlap on and off,
-// unfused kernels, the parallel block with sliding-window attention, LAMB, A100 and H100.
+// unfused kernels, the parallel block with sliding-window attention, LAMB, A100 and H100, and
+// NCCL's double binary tree in 4 channels for the gradient all-reduce.
 // One SimGrid run per process: each parameter is its own ctest test.
 #include <cmath>
 #include <cstdio>
@@ -87,6 +88,11 @@ INSTANTIATE_TEST_SUITE_P(
                          layout { tp: 2 pp: 4 dp: 8 virtual_stages: 2 schedule: INTERLEAVED_1F1B
                                   zero_stage: 0 overlap { dp: false pp: false } })",
                       "gpu: \"A100\" num_gpus: 64"},
+        AgreementCase{"tp8-pp2-dp8-zero0-tree-4ch",
+                      R"(model { preset: "gpt-1.3b" }
+                         training { global_batch: 64 micro_batch: 1 steps: 1 }
+                         layout { tp: 8 pp: 2 dp: 8 schedule: ONE_F_ONE_B zero_stage: 0 })",
+                      "gpu: \"A100\" num_gpus: 128 collectives { algorithm: TREE channels: 4 }"},
         AgreementCase{"tp8-dp8-zero3-recompute-h100",
                       R"(model { preset: "gpt-1.3b" }
                          training { global_batch: 64 micro_batch: 2 steps: 1 }

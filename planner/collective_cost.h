@@ -1,0 +1,93 @@
+// NCCL's DP collectives as closed forms, in one place. The planner's cost model prices DP ops with
+// these functions, and the simulator builds its flows from the same shapes (sim/rendezvous.h), so
+// an uncontended simulated collective ends when the closed form says (plan.proto's semantics).
+// `link` is the hop as NCCL sees it (CostModel::Effective: bandwidth x network efficiency, latency
+// + per-step latency); `bytes` the full buffer on each member.
+//
+// Ring (every collective). The members form a ring; each sends RingVolume bytes to its successor,
+// (n-1)/n x bytes for reduce-scatter and all-gather and twice that for all-reduce, in RingSteps
+// steps (n-1, or 2(n-1)). Time: steps x latency + volume / bandwidth. Channels split the volume
+// into parallel flows that share the member's NIC: uncontended, the time does not change.
+//
+// Double binary tree (all-reduce only, NCCL 2.4+). Two binary trees over the members, as NCCL's
+// ncclGetDtree builds them: tree 0 rooted at member 0 (one child, the largest power of two below
+// n; below it an in-order binary tree), tree 1 its mirror (r -> n-1-r, n even) or its shift by one
+// (r -> r+1, n odd). Each tree carries half the buffer, h = bytes / 2: reduced up to the root and
+// broadcast back down, pipelined in chunks so the two phases overlap. Every tree edge carries h
+// up (child -> parent) and h down (parent -> child), each split over the channels.
+//  * Bandwidth term: the busiest NIC's volume over the bandwidth. A member with c children in a
+//    tree sends h to its parent and c x h to its children and receives as much, so its NIC moves
+//    h x (its edges in both trees) each way. The trees are near complements (a member inner in one
+//    is a leaf in the other), so the busiest NIC moves 4h = 2 x bytes for most n (the ring's
+//    2(n-1)/n x bytes tends to the same); DoubleTreeShape counts it exactly. All the flows start
+//    together and share each NIC max-min, so the busiest NIC's flows each get bandwidth / (their
+//    number) and end together at max_edges x h / bandwidth: no other NIC holds them back, since
+//    none carries more flows.
+//  * Latency term: the first chunk climbs `depth` hops and comes back down `depth` hops, each
+//    costing latency + chunk / bandwidth (the pipeline's fill), with chunk = min(chunk_bytes,
+//    h / channels): a channel's share smaller than a chunk goes as one chunk.
+//  Time: max_edges x h / bandwidth + 2 x depth x (latency + chunk / bandwidth).
+// Both forms price every hop at the one DP hop they are given (CostModel: the slower of the
+// stage representative's ring hops). Members that share a node (TP smaller than the node) reach
+// each other over NVLink: a ring is still paced by its network hops, but a tree whose edges
+// partly stay inside nodes runs faster than this form says (NCCL builds its trees between nodes).
+// AUTO takes, per collective, the lower of the two (the ring on a tie), as NCCL's tuner does; the
+// tree wins small all-reduces over many members (2 log2 n hops against 2(n-1) steps), the ring
+// large ones (its NIC moves 2(n-1)/n x bytes, not 2 x bytes, and it has no fill).
+// Pure functions; thread-safe.
+#pragma once
+
+#include "planner/plan.pb.h"
+#include "topology/cluster.pb.h"
+
+namespace megascale {
+
+// A one-way path between two GPUs.
+struct LinkFigures {
+  double bandwidth_bytes_per_s = 0;
+  double latency_s = 0;
+};
+
+// --- ring
+// Bytes each member sends to its ring successor.
+double RingVolume(OpKind kind, int members, double bytes);
+// Ring steps: n-1 (reduce-scatter, all-gather) or 2(n-1) (all-reduce).
+int RingSteps(OpKind kind, int members);
+// steps x latency + volume / bandwidth; 0 for one member.
+double RingCollectiveTime(OpKind kind, int members, double bytes, const LinkFigures& link);
+
+// --- double binary tree
+// A member's neighbours in one tree; -1 where there is none.
+struct TreeNode {
+  int parent = -1;
+  int children[2] = {-1, -1};
+};
+// NCCL's ncclGetDtree: member `member`'s neighbours in tree `tree` (0 or 1) of n members. O(log n).
+TreeNode DoubleTreeNode(int members, int tree, int member);
+
+struct TreeShape {
+  int depth = 0;      // edges on the longest root-to-leaf path (both trees have the same)
+  int max_edges = 0;  // the most tree edges at one member, both trees counted
+};
+// O(n).
+TreeShape DoubleTreeShape(int members);
+// Bytes each direction of a tree edge carries, over all channels: half the buffer.
+inline double TreeEdgeBytes(double bytes) { return bytes / 2; }
+// The pipeline chunk: min(chunk_bytes, one channel's share of a tree edge).
+double TreeChunkBytes(double bytes, int channels, double chunk_bytes);
+// The fill: 2 x depth x (latency + chunk / bandwidth).
+double TreeFillTime(int depth, double chunk, const LinkFigures& link);
+// max_edges x bytes/2 / bandwidth + the fill; 0 for one member.
+double TreeAllReduceTime(int members, double bytes, int channels, double chunk_bytes,
+                         const LinkFigures& link);
+
+// --- the choice
+// The algorithm `spec` runs for this collective: RING or TREE (never AUTO). RING for reduce-scatter,
+// all-gather and fewer than two members; TREE when asked for; AUTO: the lower time, RING on a tie.
+CollectiveSpec::Algorithm ChooseAlgorithm(const CollectiveSpec& spec, OpKind kind, int members,
+                                          double bytes, const LinkFigures& link);
+// The time of the algorithm ChooseAlgorithm picks.
+double CollectiveTime(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
+                      const LinkFigures& link);
+
+}  // namespace megascale

@@ -1,0 +1,190 @@
+// NCCL's DP collectives in closed form (planner/collective_cost.h) against hand computation: the
+// double binary tree's shape (NCCL's ncclGetDtree, drawn in its src/graph/trees.cc), the tree
+// all-reduce's bandwidth and fill terms, what AUTO picks, how the cost model applies the
+// cluster's collectives settings, and the settings' validation.
+#include "planner/collective_cost.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "planner/cost_model.h"
+#include "planner/scenario_io.h"
+#include "planner/validate.h"
+#include "tests/planner/scenarios.h"
+
+namespace megascale {
+namespace {
+
+std::set<int> Children(const TreeNode& n) {
+  std::set<int> out;
+  for (int c : n.children) {
+    if (c >= 0) out.insert(c);
+  }
+  return out;
+}
+
+TEST(DoubleTree, FourMembersByHand) {
+  // Tree 0: 0 -> 2 -> {1, 3}. Tree 1 mirrors it (r -> 3 - r): 3 -> 1 -> {2, 0}.
+  EXPECT_EQ(DoubleTreeNode(4, 0, 0).parent, -1);
+  EXPECT_EQ(Children(DoubleTreeNode(4, 0, 0)), (std::set<int>{2}));
+  EXPECT_EQ(DoubleTreeNode(4, 0, 2).parent, 0);
+  EXPECT_EQ(Children(DoubleTreeNode(4, 0, 2)), (std::set<int>{1, 3}));
+  EXPECT_EQ(DoubleTreeNode(4, 0, 1).parent, 2);
+  EXPECT_EQ(DoubleTreeNode(4, 1, 3).parent, -1);
+  EXPECT_EQ(Children(DoubleTreeNode(4, 1, 1)), (std::set<int>{0, 2}));
+  EXPECT_EQ(DoubleTreeNode(4, 1, 0).parent, 1);
+  // Members 1 and 2 have 3 edges in one tree and 1 in the other: 4; depth 2 (0 -> 2 -> 1).
+  const TreeShape s = DoubleTreeShape(4);
+  EXPECT_EQ(s.depth, 2);
+  EXPECT_EQ(s.max_edges, 4);
+}
+
+TEST(DoubleTree, OddMembersShiftTheSecondTree) {
+  // n = 3: tree 0 is the chain 0 -> 2 -> 1; tree 1 is it shifted by one: 1 -> 0 -> 2.
+  EXPECT_EQ(Children(DoubleTreeNode(3, 0, 0)), (std::set<int>{2}));
+  EXPECT_EQ(Children(DoubleTreeNode(3, 0, 2)), (std::set<int>{1}));
+  EXPECT_EQ(DoubleTreeNode(3, 1, 1).parent, -1);
+  EXPECT_EQ(Children(DoubleTreeNode(3, 1, 1)), (std::set<int>{0}));
+  EXPECT_EQ(Children(DoubleTreeNode(3, 1, 0)), (std::set<int>{2}));
+  const TreeShape s = DoubleTreeShape(3);
+  EXPECT_EQ(s.depth, 2);
+  EXPECT_EQ(s.max_edges, 3);  // members 0 and 2: one edge in one tree, two in the other
+  // n = 14, NCCL's drawing: 0 -> 8 -> 4 -> 2 -> 1 is the longest path.
+  EXPECT_EQ(DoubleTreeShape(14).depth, 4);
+  EXPECT_EQ(DoubleTreeShape(2).depth, 1);
+  EXPECT_EQ(DoubleTreeShape(2).max_edges, 2);
+}
+
+TEST(DoubleTree, BothTreesSpanTheMembersAndStayShallow) {
+  for (int n = 2; n <= 300; ++n) {
+    std::vector<int> edges(n, 0);
+    for (int t = 0; t < 2; ++t) {
+      int roots = 0, links = 0;
+      for (int r = 0; r < n; ++r) {
+        const TreeNode node = DoubleTreeNode(n, t, r);
+        if (node.parent < 0) ++roots;
+        for (int c : Children(node)) {
+          ASSERT_LT(c, n);
+          // Each child names this member as its parent: the two views of an edge agree.
+          ASSERT_EQ(DoubleTreeNode(n, t, c).parent, r) << "n " << n << " tree " << t;
+          ++links;
+        }
+        edges[r] += (node.parent >= 0) + static_cast<int>(Children(node).size());
+      }
+      EXPECT_EQ(roots, 1) << "n " << n;
+      EXPECT_EQ(links, n - 1) << "n " << n;  // one root, n - 1 edges, every member a child once
+    }
+    const TreeShape s = DoubleTreeShape(n);
+    EXPECT_EQ(s.max_edges, *std::max_element(edges.begin(), edges.end())) << "n " << n;
+    // The complement: no member is inner (3 edges) in both trees, so no NIC moves more than the
+    // ring's 2 x bytes asymptote (4 halves).
+    EXPECT_LE(s.max_edges, 4) << "n " << n;
+    // Logarithmic depth: at most ceil(log2 n) + 1 (the root's single child adds one).
+    int log2 = 0;
+    while ((1 << log2) < n) ++log2;
+    EXPECT_LE(s.depth, log2 + 1) << "n " << n;
+  }
+}
+
+TEST(CollectiveCost, TreeAllReduceByHand) {
+  const LinkFigures link{25e9, 2e-6};
+  // n = 4 (depth 2, busiest NIC 4 halves), 1 GB, 2 channels: the chunk is the full 512 KiB.
+  const double chunk = 524288;
+  EXPECT_DOUBLE_EQ(TreeAllReduceTime(4, 1e9, 2, chunk, link),
+                   4 * 0.5e9 / 25e9 + 2 * 2 * (2e-6 + chunk / 25e9));
+  // 1 MB over 2 channels: a channel's half-buffer (250 kB) is smaller than a chunk.
+  EXPECT_DOUBLE_EQ(TreeChunkBytes(1e6, 2, chunk), 250e3);
+  EXPECT_DOUBLE_EQ(TreeAllReduceTime(4, 1e6, 2, chunk, link),
+                   4 * 0.5e6 / 25e9 + 2 * 2 * (2e-6 + 250e3 / 25e9));
+  EXPECT_EQ(TreeAllReduceTime(1, 1e9, 2, chunk, link), 0);
+  // The ring, as plan.proto: 2(n-1) steps, 2(n-1)/n x bytes.
+  EXPECT_DOUBLE_EQ(RingCollectiveTime(DP_ALL_REDUCE, 4, 1e9, link), 6 * 2e-6 + 1.5e9 / 25e9);
+  EXPECT_DOUBLE_EQ(RingVolume(DP_REDUCE_SCATTER, 4, 1e9), 0.75e9);
+  EXPECT_EQ(RingSteps(DP_ALL_GATHER, 4), 3);
+}
+
+TEST(CollectiveCost, AutoTakesTheTreeForSmallAllReducesOverManyMembersAndTheRingForLargeOnes) {
+  CollectiveSpec spec;  // AUTO, defaults
+  const LinkFigures link{25e9, 5e-6};
+  // 64 members, 1 MB: the ring pays 126 latencies, the tree 2 x 6 hops (depth 6).
+  const double small_tree = TreeAllReduceTime(64, 1e6, spec.channels(), 524288, link);
+  ASSERT_LT(small_tree, RingCollectiveTime(DP_ALL_REDUCE, 64, 1e6, link));
+  EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 64, 1e6, link), CollectiveSpec::TREE);
+  EXPECT_DOUBLE_EQ(CollectiveTime(spec, DP_ALL_REDUCE, 64, 1e6, link), small_tree);
+  // 4 members, 1 GB: the ring's NIC moves 1.5 GB, the tree's 2 GB.
+  ASSERT_LT(RingCollectiveTime(DP_ALL_REDUCE, 4, 1e9, link),
+            TreeAllReduceTime(4, 1e9, spec.channels(), 524288, link));
+  EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 4, 1e9, link), CollectiveSpec::RING);
+  // NCCL has no tree for reduce-scatter and all-gather: even TREE runs them as rings.
+  spec.set_algorithm(CollectiveSpec::TREE);
+  EXPECT_EQ(ChooseAlgorithm(spec, DP_REDUCE_SCATTER, 64, 1e6, link), CollectiveSpec::RING);
+  EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_GATHER, 64, 1e6, link), CollectiveSpec::RING);
+  EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 4, 1e9, link), CollectiveSpec::TREE);
+  spec.set_algorithm(CollectiveSpec::RING);
+  EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 64, 1e6, link), CollectiveSpec::RING);
+}
+
+TEST(CollectiveCost, CostModelPricesTheClustersSettingsOverTheEffectiveLink) {
+  ClusterSpec cluster = testing::A100Cluster(64, NONBLOCKING);
+  CostConstants c = DefaultCostConstants();
+  c.network_efficiency = 0.5;
+  c.network_step_latency_s = 1e-6;
+  const LinkFigures raw{25e9, 2e-6};
+  const LinkFigures eff{12.5e9, 3e-6};
+  cluster.mutable_collectives()->set_algorithm(CollectiveSpec::TREE);
+  cluster.mutable_collectives()->set_channels(4);
+  cluster.mutable_collectives()->set_chunk_bytes(1 << 20);
+  const CostModel tree(cluster, c);
+  EXPECT_DOUBLE_EQ(tree.DpCollectiveTime(DP_ALL_REDUCE, 8, 64e6, raw),
+                   TreeAllReduceTime(8, 64e6, 4, 1 << 20, eff));
+  EXPECT_EQ(tree.DpAlgorithm(DP_ALL_REDUCE, 8, 64e6, raw), CollectiveSpec::TREE);
+  EXPECT_DOUBLE_EQ(tree.DpCollectiveTime(DP_ALL_GATHER, 8, 64e6, raw),
+                   RingCollectiveTime(DP_ALL_GATHER, 8, 64e6, eff));
+  cluster.mutable_collectives()->set_algorithm(CollectiveSpec::RING);
+  const CostModel ring(cluster, c);
+  EXPECT_DOUBLE_EQ(ring.DpCollectiveTime(DP_ALL_REDUCE, 8, 64e6, raw),
+                   RingCollectiveTime(DP_ALL_REDUCE, 8, 64e6, eff));
+}
+
+const char kScenario[] = R"(name: "t"
+cluster { gpu: "A100" num_gpus: 16 fabric: NONBLOCKING COLLECTIVES }
+model { preset: "gpt-tiny" }
+training { global_batch: 8 micro_batch: 1 }
+layout { tp: 2 pp: 2 dp: 4 })";
+
+// The scenario above with `collectives` in its cluster block, through the one validation entry.
+Result<Scenario> Resolve(const std::string& collectives) {
+  std::string text = kScenario;
+  text.replace(text.find("COLLECTIVES"), 11, collectives);
+  MS_ASSIGN_OR_RETURN(Scenario parsed, ParseScenario(text, "t"));
+  return ResolveScenario(parsed);
+}
+
+TEST(CollectiveSettings, DefaultsAreFilledAndBadValuesNamed) {
+  Result<Scenario> resolved = Resolve("");
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  const CollectiveSpec& c = resolved->cluster().collectives();
+  EXPECT_TRUE(c.has_algorithm() && c.has_channels() && c.has_chunk_bytes());
+  EXPECT_EQ(c.algorithm(), CollectiveSpec::AUTO);
+
+  EXPECT_TRUE(Resolve("collectives { algorithm: TREE channels: 32 chunk_bytes: 1024 }").ok());
+  const std::pair<const char*, const char*> bad[] = {
+      {"collectives { channels: 0 }", "cluster.collectives.channels = 0: must be between 1 and 32"},
+      {"collectives { channels: 33 }", "cluster.collectives.channels = 33"},
+      {"collectives { chunk_bytes: 1000 }", "cluster.collectives.chunk_bytes = 1000: must be between"},
+      {"collectives { chunk_bytes: 134217728 }", "cluster.collectives.chunk_bytes = 134217728"},
+  };
+  for (const auto& [text, message] : bad) {
+    const Result<Scenario> r = Resolve(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(message), std::string::npos) << r.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace megascale

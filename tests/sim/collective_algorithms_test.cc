@@ -1,0 +1,158 @@
+// The simulator's DP collectives against planner/collective_cost.h's closed forms on a
+// non-blocking network (every flow alone on its links but for its own collective's, which share
+// each NIC max-min as the closed form assumes): the double binary tree, the ring in several
+// channels, and AUTO picking the tree for a small all-reduce over many members and the ring for
+// a large one, in the simulator as in the planner.
+#include <gtest/gtest.h>
+
+#include "planner/collective_cost.h"
+#include "planner/cost_model.h"
+#include "tests/sim/sim_test_util.h"
+
+namespace megascale::simtest {
+namespace {
+
+// One simulation of a plan; each TEST runs one (SimGrid's engine runs once per process).
+struct SimRun {
+  Scenario scenario;
+  CollectingSink sink;
+  SimStats stats;
+};
+
+void RunPlan(const Plan& plan, SimRun* run, FlowModel flows = FLOWS_AUTO) {
+  run->scenario = MakeScenario(plan);
+  run->scenario.mutable_sim()->set_flows(flows);
+  Result<SimStats> stats = Simulate(run->scenario, plan, &run->sink);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->actors_unfinished, 0);
+  run->stats = *stats;
+}
+
+// The hop every DP flow takes on this cluster (GPU -> NIC -> switch -> NIC -> GPU), as the
+// simulator carries it.
+LinkFigures Hop(const Plan& plan, const Scenario& scenario, int dst_gpu = 1) {
+  Result<topology::Cluster> cluster = topology::Cluster::Build(plan.cluster());
+  EXPECT_TRUE(cluster.ok());
+  const topology::Path hop = cluster->Route(0, dst_gpu, scenario.sim().seed());
+  return {RouteBandwidth(*cluster, hop), RouteLatency(*cluster, hop)};
+}
+
+// Agreement to 1e-6 relative, plus the trace's nanosecond rounding of a start and an end.
+double Tolerance(double seconds) { return 1e-6 * seconds + 2e-9; }
+
+double Duration(const CollectingSink& sink, int rank, uint32_t op) {
+  const TraceEvent* e = sink.Find(rank, 0, op);
+  EXPECT_NE(e, nullptr) << "rank " << rank << " op " << op;
+  return e == nullptr ? 0 : Seconds(e->end_ns() - e->start_ns());
+}
+
+TEST(SimCollectives, TreeAllReduceMatchesItsClosedForm) {
+  const int n = 8;
+  Plan plan = MakePlan(TestCluster(NONBLOCKING, n, 1, 1), 1, 1, n, 1);
+  CollectiveSpec* spec = plan.mutable_cluster()->mutable_collectives();
+  spec->set_algorithm(CollectiveSpec::TREE);
+  spec->set_channels(2);
+  const double bytes = 64e6;
+  const uint32_t comp = AddOp(&plan, 0, FFN_DOWN_GEMM, COMPUTE, 1e-3);
+  const uint32_t ar = AddDp(&plan, 0, DP_ALL_REDUCE, 0, bytes, {comp});
+  SimRun run;
+  ASSERT_NO_FATAL_FAILURE(RunPlan(plan, &run));
+
+  // n = 8: depth 3 (0 -> 4 -> 2 -> 1), the busiest NIC moves 4 halves; 32 MB per tree edge and
+  // 16 MB per channel, so the fill's chunk is the full 512 KiB.
+  const LinkFigures hop = Hop(plan, run.scenario);
+  const double expected = 4 * (bytes / 2) / hop.bandwidth_bytes_per_s +
+                          2 * 3 * (hop.latency_s + 524288 / hop.bandwidth_bytes_per_s);
+  ASSERT_DOUBLE_EQ(expected, TreeAllReduceTime(n, bytes, 2, 524288, hop));
+  for (int r = 0; r < n; ++r) {
+    // The busiest NICs' flows end together at 4 halves / bandwidth (max-min on equal routes).
+    EXPECT_NEAR(Duration(run.sink, r, ar), expected, Tolerance(expected)) << "rank " << r;
+  }
+  // Two trees of n - 1 edges, each edge a flow up and a flow down, in every channel.
+  EXPECT_EQ(run.stats.network_activities, 2 * (n - 1) * 2 * 2);
+}
+
+TEST(SimCollectives, TreeOverTwoRailsPerGroupMatchesItsClosedForm) {
+  // TP 2 on 2-GPU nodes with a NIC per GPU: one flow per (neighbour, channel) stands for both
+  // rails (FLOWS_PER_GROUP), and both GPUs' ops end as the closed form says. Odd n: the second
+  // tree is the first shifted by one.
+  const int n = 5;
+  Plan plan = MakePlan(TestCluster(NONBLOCKING, 2 * n, 2, 2), 2, 1, n, 1);
+  CollectiveSpec* spec = plan.mutable_cluster()->mutable_collectives();
+  spec->set_algorithm(CollectiveSpec::TREE);
+  spec->set_channels(3);
+  spec->set_chunk_bytes(1 << 20);
+  const double bytes = 30e6;
+  const uint32_t ar = AddDp(&plan, 0, DP_ALL_REDUCE, 0, bytes);
+  SimRun run;
+  ASSERT_NO_FATAL_FAILURE(RunPlan(plan, &run, FLOWS_PER_GROUP));
+  const LinkFigures hop = Hop(plan, run.scenario, /*dst_gpu=*/2);  // GPU 0 to the next node
+  // n = 5: depth 3 (0 -> 4 -> 2 -> 1), 5 MB per channel and tree edge: a 1 MiB chunk.
+  const TreeShape shape = DoubleTreeShape(n);
+  ASSERT_EQ(shape.depth, 3);
+  const double expected = shape.max_edges * (bytes / 2) / hop.bandwidth_bytes_per_s +
+                          2 * 3 * (hop.latency_s + (1 << 20) / hop.bandwidth_bytes_per_s);
+  for (int r = 0; r < 2 * n; ++r) {
+    EXPECT_NEAR(Duration(run.sink, r, ar), expected, Tolerance(expected)) << "rank " << r;
+  }
+  EXPECT_EQ(run.stats.network_activities, 2 * (n - 1) * 2 * 3);  // one rail carries the group's
+}
+
+TEST(SimCollectives, RingInFourChannelsKeepsTheRingTime) {
+  const int n = 4;
+  Plan plan = MakePlan(TestCluster(NONBLOCKING, n, 1, 1), 1, 1, n, 1);
+  plan.mutable_cluster()->mutable_collectives()->set_channels(4);
+  const double bytes = 64e6;
+  const uint32_t rs = AddDp(&plan, 0, DP_REDUCE_SCATTER, 0, bytes);
+  const uint32_t ag = AddDp(&plan, 0, DP_ALL_GATHER, 1, bytes, {rs});
+  SimRun run;
+  ASSERT_NO_FATAL_FAILURE(RunPlan(plan, &run));
+  const LinkFigures hop = Hop(plan, run.scenario);
+  // The four channels share the NIC: (n-1) latencies + (n-1)/n x bytes at the full bandwidth.
+  const double expected = 3 * hop.latency_s + 0.75 * bytes / hop.bandwidth_bytes_per_s;
+  for (int r = 0; r < n; ++r) {
+    EXPECT_NEAR(Duration(run.sink, r, rs), expected, Tolerance(expected));
+    EXPECT_NEAR(Duration(run.sink, r, ag), expected, Tolerance(expected));
+  }
+  EXPECT_EQ(run.stats.network_activities, 2 * n * 4);  // per collective, per member, per channel
+}
+
+TEST(SimCollectives, AutoPicksTheTreeForSmallAndTheRingForLargeAllReducesLikeThePlanner) {
+  const int n = 32;
+  Plan plan = MakePlan(TestCluster(NONBLOCKING, n, 1, 1), 1, 1, n, 1);
+  const double small = 256e3, large = 256e6;
+  const uint32_t a = AddDp(&plan, 0, DP_ALL_REDUCE, 0, small);
+  const uint32_t b = AddDp(&plan, 0, DP_ALL_REDUCE, 1, large, {a});
+  SimRun run;
+  ASSERT_NO_FATAL_FAILURE(RunPlan(plan, &run));
+
+  const LinkFigures hop = Hop(plan, run.scenario);
+  const CollectiveSpec& spec = plan.cluster().collectives();  // the defaults: AUTO, 512 KiB
+  const double chunk = static_cast<double>(spec.chunk_bytes());
+  const double small_tree = TreeAllReduceTime(n, small, spec.channels(), chunk, hop);
+  const double small_ring = RingCollectiveTime(DP_ALL_REDUCE, n, small, hop);
+  const double large_tree = TreeAllReduceTime(n, large, spec.channels(), chunk, hop);
+  const double large_ring = RingCollectiveTime(DP_ALL_REDUCE, n, large, hop);
+  // The measurable effect: 62 ring latencies against 2 x 5 tree hops for 256 kB; 1.94 x 256 MB
+  // through each NIC on the ring against 2 x 256 MB on the tree.
+  ASSERT_LT(small_tree, 0.8 * small_ring);
+  ASSERT_LT(large_ring, large_tree);
+
+  // The planner prices the same choice over the same hop (its link before calibration).
+  Result<topology::Cluster> cluster = topology::Cluster::Build(plan.cluster());
+  ASSERT_TRUE(cluster.ok());
+  const RankLayout ranks(plan.layout());
+  const CostModel cost(plan.cluster());
+  const LinkFigures raw = DpHopFigures(*cluster, ranks, 0, n);
+  EXPECT_EQ(cost.DpAlgorithm(DP_ALL_REDUCE, n, small, raw), CollectiveSpec::TREE);
+  EXPECT_EQ(cost.DpAlgorithm(DP_ALL_REDUCE, n, large, raw), CollectiveSpec::RING);
+  EXPECT_NEAR(cost.DpCollectiveTime(DP_ALL_REDUCE, n, small, raw), small_tree, 1e-9 * small_tree);
+
+  for (int r = 0; r < n; ++r) {
+    EXPECT_NEAR(Duration(run.sink, r, a), small_tree, Tolerance(small_tree)) << "rank " << r;
+    EXPECT_NEAR(Duration(run.sink, r, b), large_ring, Tolerance(large_ring)) << "rank " << r;
+  }
+}
+
+}  // namespace
+}  // namespace megascale::simtest
