@@ -2,6 +2,7 @@
 // their resolution into the fault plan (sim/fault_plan.h): which links, which GPUs keep their own
 // flows, the timeline. No simulation here.
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -27,6 +28,23 @@ const char kBase[] = R"(
 Result<Scenario> Resolve(const std::string& faults) {
   MS_ASSIGN_OR_RETURN(Scenario s, ParseScenario(std::string(kBase) + faults, "test"));
   return ResolveScenario(s);
+}
+
+// A resolved scenario's cluster and fault plan.
+struct Planned {
+  std::optional<topology::Cluster> cluster;
+  FaultPlan plan;
+};
+
+void PlanFaults(const std::string& faults, Planned* out) {
+  Result<Scenario> s = Resolve(faults);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Result<topology::Cluster> c = topology::Cluster::Build(s->cluster());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Result<FaultPlan> plan = MakeFaultPlan(s->faults(), s->sim(), *c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  out->cluster.emplace(std::move(*c));
+  out->plan = std::move(*plan);
 }
 
 void ExpectError(const std::string& faults, const std::string& field, const std::string& rule) {
@@ -97,14 +115,12 @@ TEST(FaultSpec, SpinesMustExistOnTheFabric) {
 }
 
 TEST(FaultSpec, AggFailureStallsItsLinksThenReroutesAroundIt) {
-  Result<Scenario> s = Resolve(R"(
+  Planned p;
+  ASSERT_NO_FATAL_FAILURE(PlanFaults(R"(
     sim { switch_reroute_s: 2.5 }
-    faults { switch_failures { level: SWITCH_AGG index: 3 time_s: 1 } })");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  Result<topology::Cluster> c = topology::Cluster::Build(s->cluster());
-  ASSERT_TRUE(c.ok());
-  Result<FaultPlan> plan = MakeFaultPlan(s->faults(), s->sim(), *c);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    faults { switch_failures { level: SWITCH_AGG index: 3 time_s: 1 } })", &p));
+  const topology::Cluster* c = &*p.cluster;
+  const FaultPlan* plan = &p.plan;
   const std::vector<LinkEvent>& ev = plan->link_events;
   ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[0].action, LinkAction::kDown);
@@ -142,18 +158,16 @@ TEST(FaultSpec, AggFailureStallsItsLinksThenReroutesAroundIt) {
 }
 
 TEST(FaultSpec, PlanHasTheLinksTheTimelineAndTheOwnFlows) {
-  Result<Scenario> s = Resolve(R"(
+  Planned p;
+  ASSERT_NO_FATAL_FAILURE(PlanFaults(R"(
     faults {
       nic_flaps { rank: 10 time_s: 2 duration_s: 3 }
       switch_failures { rank: 35 time_s: 1 }
       degraded_links { links { tier: TIER_TOR_UP pod: 1 } fraction: 0.5 time_s: 0.5 }
       background { links { tier: TIER_AGG_SPINE } start_s: 0.1 end_s: 0.2 }
-    })");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  Result<topology::Cluster> c = topology::Cluster::Build(s->cluster());
-  ASSERT_TRUE(c.ok());
-  Result<FaultPlan> plan = MakeFaultPlan(s->faults(), s->sim(), *c);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    })", &p));
+  const topology::Cluster* c = &*p.cluster;
+  const FaultPlan* plan = &p.plan;
 
   // Timeline by time: switch failure (1 s) after the degradation (0.5 s), flap down (2 s), up (5 s).
   const std::vector<LinkEvent>& ev = plan->link_events;
