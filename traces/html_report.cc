@@ -9,6 +9,7 @@
 #include "base/atomic_file.h"
 #include "planner/layout.h"
 #include "traces/event_name.h"
+#include "traces/rank_view.h"
 
 namespace megascale {
 namespace {
@@ -80,6 +81,31 @@ std::string BreakdownSvg(const Breakdown& b) {
     x += w;
   }
   return svg + "</svg>";
+}
+
+// The 3D view of one rank as a table: a row per group, a cell per member coloured by its compute
+// against its stage median (the heat map's scale), the viewed rank in bold.
+std::string RankViewHtml(const RankView& v) {
+  const std::vector<GroupMember> dp = DpGroupShown(v);
+  double span = 0.02;
+  for (const auto* group : {&v.tp_group, &dp, &v.pp_group}) {
+    for (const GroupMember& m : *group) span = std::max(span, std::fabs(m.slowdown));
+  }
+  std::string h = "<table>";
+  auto row = [&](const std::string& name, const std::vector<GroupMember>& group) {
+    h += "<tr><td><i>" + name + "</i></td>";
+    for (const GroupMember& m : group) {
+      const std::string rank = std::to_string(m.rank);
+      h += "<td style=\"background:" + DeviationColor(m.slowdown, span) + "\">" +
+           (m.rank == v.rank ? "<b>" + rank + "</b>" : rank) + F("<br>%+.1f%%", 100 * m.slowdown) +
+           (m.straggler ? "<br>straggler" : "") + "</td>";
+    }
+    h += "</tr>";
+  };
+  row("TP group", v.tp_group);
+  row(v.dp_group.size() > dp.size() ? "DP group (slowest)" : "DP group", dp);
+  row("PP stages", v.pp_group);
+  return h + "</table>\n";
 }
 
 }  // namespace
@@ -222,6 +248,10 @@ std::string ReportToHtml(const DiagnosisReport& r) {
   }
   h += "<h2>Step breakdown (mean over ranks)</h2>\n" + BreakdownSvg(r.breakdown) + "\n";
   h += "<h2>Compute per rank (mean over completed steps)</h2>\n" + HeatMapSvg(r.heatmap) + "\n";
+  if (r.rank_view) {
+    h += "<h2>3D view of rank " + std::to_string(r.rank_view->rank) + " (" + Escape(r.rank_view->why) +
+         ")</h2>\n" + RankViewHtml(*r.rank_view);
+  }
   if (r.timeline) {
     h += "<h2>Timeline of step " + std::to_string(r.timeline->step) + "</h2>\n" + TimelineSvg(*r.timeline) + "\n";
   }

@@ -10,6 +10,7 @@
 #include "base/atomic_file.h"
 #include "tests/traces/trace_builders.h"
 #include "traces/diagnose_input.h"
+#include "traces/rank_view.h"
 
 namespace megascale {
 namespace {
@@ -46,6 +47,9 @@ TEST(HtmlReport, IsOneSelfContainedFileWithEveryPart) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_TRUE(r->timeline.has_value());
   ASSERT_FALSE(r->what_if.empty());
+  Result<RankView> view = MakeRankView(*r, 2, "top straggler", "--rank");
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  r->rank_view = *view;
   ASSERT_TRUE(WriteHtmlReport(*r, html).ok());
   Result<std::string> text = ReadFile(html);
   ASSERT_TRUE(text.ok());
@@ -57,6 +61,9 @@ TEST(HtmlReport, IsOneSelfContainedFileWithEveryPart) {
   EXPECT_EQ(text->find("a <b>"), std::string::npos);
   EXPECT_NE(text->find("rank 2 (stage 0) +100.0%"), std::string::npos);  // the straggler finding
   EXPECT_NE(text->find("What if it were healthy"), std::string::npos);
+  // The 3D view: rank 2 in bold in its DP group (3 replicas, tp = pp = 1), marked a straggler.
+  EXPECT_NE(text->find("<h2>3D view of rank 2 (top straggler)</h2>"), std::string::npos);
+  EXPECT_NE(text->find("<b>2</b><br>+100.0%<br>straggler"), std::string::npos);
   EXPECT_EQ(text->find("<script"), std::string::npos);      // nothing to fetch or run
   EXPECT_EQ(text->find("http://www.w3.org/2000/svg\"><script"), std::string::npos);
 
