@@ -269,13 +269,9 @@ void GroupActor::StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
         flows->latency[k] = std::max(flows->latency[k], latency);
         flows->bandwidth[k] = std::min(flows->bandwidth[k], world_->cluster.RouteBandwidth(path) *
                                                                 world_->platform.net.efficiency);
-        // The transfer to itself that the zone routes over src -> dst (sim/platform.h). It starts
-        // when the receive side is posted: the route is looked up then, in posting order.
-        if (route == 0) {
-          world_->platform.router->Expect(index_, src_gpus[k], dst);
-        } else {
-          world_->platform.router->ExpectLinks(index_, path, latency);
-        }
+        // The transfer to itself that the zone routes over this path (sim/platform.h); it starts
+        // when the receive side is posted, in posting order.
+        world_->platform.router->ExpectLinks(index_, path, latency);
         sg4::CommPtr send = flows_->put_async(&payload, size);
         waits_.push_back(flows_->get_async<void>(&flow_slot_));
         owned_.push_back(OwnedFlow{flows, k, notify, std::move(send), CountUplink(path, load), load});

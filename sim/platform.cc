@@ -21,21 +21,13 @@ using simgrid::kernel::routing::NetPoint;
 
 class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRouter {
  public:
-  ClusterZone(const topology::Cluster& cluster, uint64_t flow_id, int agents, double step_latency_s)
-      : NetZoneImpl("megascale-cluster"),
-        cluster_(cluster),
-        flow_id_(flow_id),
-        step_latency_s_(step_latency_s),
-        expected_(agents) {}
+  explicit ClusterZone(int agents) : NetZoneImpl("megascale-cluster"), expected_(agents) {}
 
   void AddLink(StandardLinkImpl* link) { links_.push_back(link); }
   void SetLoopback(StandardLinkImpl* link) { loopback_ = link; }
 
-  void Expect(int agent, int src_gpu, int dst_gpu) override {
-    expected_[agent].push_back(Expected{src_gpu, dst_gpu, {}, 0});
-  }
   void ExpectLinks(int agent, std::vector<int> links, double latency_s) override {
-    expected_[agent].push_back(Expected{-1, -1, std::move(links), latency_s});
+    expected_[agent].push_back(Expected{std::move(links), latency_s});
   }
   void AvoidSwitches(const topology::DeadSwitches& dead) override { dead_ = dead; }
   const topology::DeadSwitches& avoided() const override { return dead_; }
@@ -50,28 +42,15 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
     std::deque<Expected>& queue = expected_[src->id()];
     const Expected e = std::move(queue.front());
     queue.pop_front();
-    if (e.src_gpu < 0) {  // explicit links
-      for (int id : e.links) route->link_list_.push_back(links_[id]);
-      if (latency != nullptr) *latency += e.latency_s;
-      return;
-    }
-    for (int id : cluster_.Route(e.src_gpu, e.dst_gpu, flow_id_, dead_)) {
-      route->link_list_.push_back(links_[id]);
-      if (latency != nullptr) *latency += cluster_.link(id).latency_s;
-    }
-    if (latency != nullptr) *latency += step_latency_s_;  // Platform::Latency
+    for (int id : e.links) route->link_list_.push_back(links_[id]);
+    if (latency != nullptr) *latency += e.latency_s;
   }
 
  private:
-  const topology::Cluster& cluster_;
-  const uint64_t flow_id_;
-  const double step_latency_s_;
   std::vector<StandardLinkImpl*> links_;  // by the cluster's dense link id
   StandardLinkImpl* loopback_ = nullptr;
   topology::DeadSwitches dead_;
-  // A GPU pair to route, or (src_gpu < 0) explicit links and latency.
   struct Expected {
-    int src_gpu, dst_gpu;
     std::vector<int> links;
     double latency_s;
   };
@@ -99,10 +78,9 @@ void ConfigureSimGrid() {
   sg4::Engine::set_config("network/TCP-gamma", 0.0);
 }
 
-Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, int num_agents,
-                       NetworkCalibration net) {
+Platform BuildPlatform(const topology::Cluster& cluster, int num_agents, NetworkCalibration net) {
   // The first zone created becomes SimGrid's root zone, which owns it from then on.
-  auto* zone = new ClusterZone(cluster, ecmp_flow_id, num_agents, net.step_latency_s);
+  auto* zone = new ClusterZone(num_agents);
   Platform platform;
   platform.router = zone;
   platform.net = net;

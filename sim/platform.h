@@ -3,15 +3,17 @@
 // routing zone whose routes are the cluster's own structural routes, and one host per actor.
 //
 // Why a custom zone: SimGrid's Full/Floyd zones hold N^2 route tables (12,288 GPUs), and its
-// fat-tree builder cannot express a rail-optimized fabric. ClusterZone answers each route query
-// by calling Cluster::Route, O(path length), with no table. SimGrid asks once per communication.
+// fat-tree builder cannot express a rail-optimized fabric. ClusterZone holds no table: the actor
+// that starts a flow has already routed it (Cluster::Route, O(path length): it needs the path for
+// the latency and the uplink counts anyway) and hands the zone that path. SimGrid asks once per
+// communication.
 //
 // Why hosts per actor and not per GPU: SimGrid 3.32 keeps every host-to-host (sendto) transfer in
 // one global list and pays O(live transfers) at each completion (measured: 1.25 ms per completion
 // with 20,000 transfers alive), which stalls at 12,288 GPUs. Mailbox transfers avoid that list but
 // take their route from the two actors' hosts. So each actor gets its own host, sends each flow to
-// itself through a private mailbox, and announces beforehand which GPU pair the flow is for
-// (FlowRouter::Expect); the zone routes the actor's next self-transfer over that pair's links.
+// itself through a private mailbox, and announces beforehand the links the flow crosses
+// (FlowRouter::ExpectLinks); the zone routes the actor's next self-transfer over them.
 // An actor's transfers start in the order it posts them (one simcall at a time), so a FIFO per
 // actor is exact. Transfers between two different actors (wake-ups) use a zero-latency loopback.
 //
@@ -32,10 +34,9 @@ namespace megascale {
 class FlowRouter {
  public:
   virtual ~FlowRouter() = default;
-  // The next transfer that `agent` sends to itself is a flow from src_gpu to dst_gpu.
-  virtual void Expect(int agent, int src_gpu, int dst_gpu) = 0;
   // The next transfer that `agent` sends to itself crosses exactly `links` (dense link ids), with
-  // `latency_s` as its route latency (CM02's max-min weight): background traffic.
+  // `latency_s` as its route latency (CM02's max-min weight): a job flow's route between two GPUs
+  // (with Platform::Latency), or background traffic's one link.
   virtual void ExpectLinks(int agent, std::vector<int> links, double latency_s) = 0;
   // Routes looked up from now on avoid these switches: routing has converged around their
   // failure (faults.proto SwitchFailure). Flows already routed keep their links.
@@ -70,10 +71,7 @@ struct Platform {
 // LMM components), no TCP-gamma window cap.
 void ConfigureSimGrid();
 
-// Every flow between two GPUs takes the route Cluster::Route(src, dst, ecmp_flow_id): one
-// connection per GPU pair, as NCCL keeps its queue pairs, so a pair's flows share one ECMP path.
-// Links carry Platform::Capacity; a GPU pair's route pays Platform::Latency.
-Platform BuildPlatform(const topology::Cluster& cluster, uint64_t ecmp_flow_id, int num_agents,
-                       NetworkCalibration net);
+// Links carry Platform::Capacity; hosts, one per agent, are the actors'.
+Platform BuildPlatform(const topology::Cluster& cluster, int num_agents, NetworkCalibration net);
 
 }  // namespace megascale

@@ -93,7 +93,7 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   const int num_actors = plan.layout().pp() * dp;
   const int num_background = static_cast<int>(world.faults.background.size());
   // Agent hosts: the workers, the monitor, one per background entry.
-  world.platform = BuildPlatform(cluster, world.ecmp_flow_id, num_actors + 1 + num_background,
+  world.platform = BuildPlatform(cluster, num_actors + 1 + num_background,
                                  NetworkCalibrationFor(plan.cluster().gpu()));
 
   sink->OnHeader(MakeHeader(plan));
