@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "exec/attention.h"
@@ -80,63 +81,69 @@ class DeviceWrapper : public Device {
   void Free(float* p) override { inner_->Free(p); }
   void Upload(float* d, const float* h, size_t n) override { inner_->Upload(d, h, n); }
   void Download(float* h, const float* s, size_t n) override { inner_->Download(h, s, n); }
-  void Copy(float* d, const float* s, size_t n) override { inner_->Copy(d, s, n); }
-  void Zero(float* p, size_t n) override { inner_->Zero(p, n); }
-  void Add(float* d, const float* s, size_t n) override { inner_->Add(d, s, n); }
+  void Copy(float* d, const float* s, size_t n) override { RunKernel([&] { inner_->Copy(d, s, n); }); }
+  void Zero(float* p, size_t n) override { RunKernel([&] { inner_->Zero(p, n); }); }
+  void Add(float* d, const float* s, size_t n) override { RunKernel([&] { inner_->Add(d, s, n); }); }
   void EmbeddingForward(float* out, const int32_t* tok, const float* wte, const float* wpe, int B, int T,
                         int C) override {
-    inner_->EmbeddingForward(out, tok, wte, wpe, B, T, C);
+    RunKernel([&] { inner_->EmbeddingForward(out, tok, wte, wpe, B, T, C); });
   }
   void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tok, int B, int T,
                          int C) override {
-    inner_->EmbeddingBackward(dwte, dwpe, dout, tok, B, T, C);
+    RunKernel([&] { inner_->EmbeddingBackward(dwte, dwpe, dout, tok, B, T, C); });
   }
   void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                         const float* b, int N, int C) override {
-    inner_->LayerNormForward(out, mean, rstd, inp, w, b, N, C);
+    RunKernel([&] { inner_->LayerNormForward(out, mean, rstd, inp, w, b, N, C); });
   }
   void LayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
                          const float* w, const float* mean, const float* rstd, int N, int C) override {
-    inner_->LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    RunKernel([&] { inner_->LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C); });
   }
   void LinearForward(float* out, const float* inp, const float* w, const float* b, int N, int C,
                      int OC) override {
-    inner_->LinearForward(out, inp, w, b, N, C, OC);
+    RunKernel([&] { inner_->LinearForward(out, inp, w, b, N, C, OC); });
   }
   void LinearBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
                       int N, int C, int OC) override {
-    inner_->LinearBackward(dinp, dw, db, dout, inp, w, N, C, OC);
+    RunKernel([&] { inner_->LinearBackward(dinp, dw, db, dout, inp, w, N, C, OC); });
   }
-  void BiasForward(float* out, const float* b, int N, int OC) override { inner_->BiasForward(out, b, N, OC); }
+  void BiasForward(float* out, const float* b, int N, int OC) override { RunKernel([&] { inner_->BiasForward(out, b, N, OC); }); }
   void BiasBackward(float* db, const float* dout, int N, int OC) override {
-    inner_->BiasBackward(db, dout, N, OC);
+    RunKernel([&] { inner_->BiasBackward(db, dout, N, OC); });
   }
   void AttentionForward(float* out, float* att, const float* qkv, const AttentionShape& s) override {
-    inner_->AttentionForward(out, att, qkv, s);
+    RunKernel([&] { inner_->AttentionForward(out, att, qkv, s); });
   }
   void AttentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
                          const AttentionShape& s) override {
-    inner_->AttentionBackward(dqkv, dout, qkv, att, s);
+    RunKernel([&] { inner_->AttentionBackward(dqkv, dout, qkv, att, s); });
   }
-  void GeluForward(float* out, const float* inp, int n) override { inner_->GeluForward(out, inp, n); }
+  void GeluForward(float* out, const float* inp, int n) override { RunKernel([&] { inner_->GeluForward(out, inp, n); }); }
   void GeluBackward(float* dinp, const float* inp, const float* dout, int n) override {
-    inner_->GeluBackward(dinp, inp, dout, n);
+    RunKernel([&] { inner_->GeluBackward(dinp, inp, dout, n); });
   }
   void ResidualForward(float* out, const float* a, const float* b, int n) override {
-    inner_->ResidualForward(out, a, b, n);
+    RunKernel([&] { inner_->ResidualForward(out, a, b, n); });
   }
   float CrossEntropyForward(float* probs, const float* logits, const int32_t* t, int N, int V) override {
-    return inner_->CrossEntropyForward(probs, logits, t, N, V);
+    float loss = 0;
+    RunKernel([&] { loss = inner_->CrossEntropyForward(probs, logits, t, N, V); });
+    return loss;
   }
   void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* t, float dloss, int N,
                             int V) override {
-    inner_->CrossEntropyBackward(dlogits, probs, t, dloss, N, V);
+    RunKernel([&] { inner_->CrossEntropyBackward(dlogits, probs, t, dloss, N, V); });
   }
   void Synchronize() override { inner_->Synchronize(); }
   int64_t NowNs() override { return inner_->NowNs(); }
 
  protected:
   Device* inner() const { return inner_; }
+  // Every kernel the wrapper forwards (all but Alloc, Free, Upload, Download, Synchronize and
+  // NowNs) runs through here, so a wrapper that acts around each kernel (exec/slowed_device.h)
+  // overrides this one method rather than every kernel's.
+  virtual void RunKernel(const std::function<void()>& kernel) { kernel(); }
 
  private:
   Device* inner_;

@@ -3,9 +3,9 @@
 // straggler's compute durations by speed. `megascale run` wraps the straggler rank's device in it
 // (cli/cmd_run.cc), so a simulated trace and a real one of the same scenario carry the same fault.
 //
-// How: each kernel call (and Copy/Zero/Add, which a GPU runs as kernels too) is timed on the
-// clock, after Synchronize() so an asynchronous device's kernel is inside the measurement; the
-// rank then owes a wait of (1/speed - 1) x that time. Waiting sleeps, never spins: the CPU ranks of
+// How: each kernel call (DeviceWrapper::RunKernel: Copy/Zero/Add too, which a GPU runs as
+// kernels) is timed on the clock, after Synchronize() so an asynchronous device's kernel is
+// inside the measurement; the rank then owes a wait of (1/speed - 1) x that time. Waiting sleeps, never spins: the CPU ranks of
 // a test share a few cores and a spinning straggler would slow its peers. The wait owed is a
 // balance, paid at the next Synchronize() (exec/op_recorder.h ends every compute op with one, so
 // the wait lands inside the op that owed it) or as soon as it reaches min_sleep_ns (a long op
@@ -60,38 +60,11 @@ class SlowedDevice : public DeviceWrapper {
   int64_t owed_ns() const { return owed_ns_; }  // negative: slept ahead (an oversleep)
 
   void Synchronize() override;  // and pays the wait owed
-  void Copy(float* d, const float* s, size_t n) override;
-  void Zero(float* p, size_t n) override;
-  void Add(float* d, const float* s, size_t n) override;
-  void EmbeddingForward(float* out, const int32_t* tok, const float* wte, const float* wpe, int B, int T,
-                        int C) override;
-  void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tok, int B, int T,
-                         int C) override;
-  void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                        const float* b, int N, int C) override;
-  void LayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                         const float* w, const float* mean, const float* rstd, int N, int C) override;
-  void LinearForward(float* out, const float* inp, const float* w, const float* b, int N, int C,
-                     int OC) override;
-  void LinearBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
-                      int N, int C, int OC) override;
-  void BiasForward(float* out, const float* b, int N, int OC) override;
-  void BiasBackward(float* db, const float* dout, int N, int OC) override;
-  void AttentionForward(float* out, float* att, const float* qkv, const AttentionShape& s) override;
-  void AttentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                         const AttentionShape& s) override;
-  void GeluForward(float* out, const float* inp, int n) override;
-  void GeluBackward(float* dinp, const float* inp, const float* dout, int n) override;
-  void ResidualForward(float* out, const float* a, const float* b, int n) override;
-  float CrossEntropyForward(float* probs, const float* logits, const int32_t* t, int N, int V) override;
-  void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* t, float dloss, int N,
-                            int V) override;
+
+ protected:
+  void RunKernel(const std::function<void()>& kernel) override;  // times it, then owes its share
 
  private:
-  // Runs one kernel (f calls the inner device) and then waits its share.
-  template <typename F>
-  auto Slowed(F&& f) -> decltype(f());
-  void Ended(int64_t start_ns);  // synchronizes, then owes the kernel's share
   void Owe(int64_t kernel_ns);
   void Pay();  // sleeps the balance owed, if any
 
