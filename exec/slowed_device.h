@@ -5,8 +5,8 @@
 //
 // How: each kernel call (DeviceWrapper::RunKernel: Copy/Zero/Add too, which a GPU runs as
 // kernels) is timed on the clock, after Synchronize() so an asynchronous device's kernel is
-// inside the measurement; the rank then owes a wait of (1/speed - 1) x that time. Waiting sleeps, never spins: the CPU ranks of
-// a test share a few cores and a spinning straggler would slow its peers. The wait owed is a
+// inside the measurement; the rank then owes a wait of (1/speed - 1) x that time. Waiting sleeps,
+// never spins: the CPU ranks of a test share a few cores and a spinning straggler would slow its peers. The wait owed is a
 // balance, paid at the next Synchronize() (exec/op_recorder.h ends every compute op with one, so
 // the wait lands inside the op that owed it) or as soon as it reaches min_sleep_ns (a long op
 // without one); the time actually slept is taken off it. The OS sleeps ~50 us more than asked
