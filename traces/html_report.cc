@@ -121,15 +121,8 @@ std::string HeatMapSvg(const HeatMap& m) {
   for (const auto& step : m.compute_s) {
     for (int r = 0; r < ranks; ++r) mean[r] += step[r] / m.compute_s.size();
   }
-  std::optional<RankLayout> layout;
-  if (m.tp > 0 && m.pp > 0 && m.dp > 0 && m.tp * m.pp * m.dp == ranks) {
-    LayoutSpec spec;
-    spec.set_tp(m.tp);
-    spec.set_pp(m.pp);
-    spec.set_dp(m.dp);
-    spec.set_rank_order(m.rank_order);
-    layout.emplace(spec);
-  }
+  std::optional<RankLayout> layout = HeatMapLayout(m);
+  if (layout && layout->world_size() != ranks) layout.reset();  // a layout that is not this trace's
   const int cols = layout ? m.dp : std::min(ranks, 64);
   const int rows = layout ? m.pp * m.tp : (ranks + cols - 1) / cols;
   auto place = [&](int r) {

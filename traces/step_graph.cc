@@ -209,15 +209,29 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
     // trace has one clock and needs none). Consistent: each member of a collective ends after all
     // have begun; a receive ends after its send began (a send may end first: an eager MPI send
     // returns once its data is buffered).
+    // Times on the aligned clock (the ops keep their own: the replay gives back the trace's times);
+    // the offsets are 0 until solved below.
+    auto aligned_start = [&](int i) { return g.ops_[i].start_ns + g.ops_[i].clock_ns; };
+    auto aligned_end = [&](int i) { return g.ops_[i].end_ns + g.ops_[i].clock_ns; };
+    // A collective's release (its members' latest start) and its members' earliest end.
+    auto window = [&](const std::vector<int>& members) {
+      int64_t release = INT64_MIN, first_end = INT64_MAX;
+      for (int m : members) {
+        release = std::max(release, aligned_start(m));
+        first_end = std::min(first_end, aligned_end(m));
+      }
+      return std::make_pair(release, first_end);
+    };
+    // A PP pair's send and receive, whichever was recorded first.
+    auto send_recv = [&](const std::vector<int>& pair) {
+      const int send = g.ops_[pair[0]].kind == PP_SEND ? pair[0] : pair[1];
+      return std::make_pair(send, send == pair[0] ? pair[1] : pair[0]);
+    };
     bool skewed = false;
     for (int t = 0; t < kKinds && !skewed; ++t) {
       for (const auto& [key, members] : groups[t]) {
         if (members.size() < 2 || !sized(t, members.size())) continue;
-        int64_t release = INT64_MIN, first_end = INT64_MAX;
-        for (int m : members) {
-          release = std::max(release, g.ops_[m].start_ns);
-          first_end = std::min(first_end, g.ops_[m].end_ns);
-        }
+        const auto [release, first_end] = window(members);
         if (first_end < release && t != kPpPair) skewed = true;
       }
     }
@@ -230,8 +244,7 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
         for (const auto& [key, members] : groups[t]) {
           if (members.size() < 2 || !sized(t, members.size())) continue;
           if (t == kPpPair) {
-            const int send = g.ops_[members[0]].kind == PP_SEND ? members[0] : members[1];
-            const int recv = send == members[0] ? members[1] : members[0];
+            const auto [send, recv] = send_recv(members);
             const StepOp &s = g.ops_[send], &r = g.ops_[recv];
             if (s.kind == PP_SEND && r.kind == PP_RECV) {
               constraints.push_back({r.rank, s.rank, r.end_ns - s.start_ns});
@@ -250,18 +263,10 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
       const std::vector<int64_t> offset = SolveOffsets(ranks, nodes, constraints, std::min(2 * ranks + 2, 256));
       for (StepOp& op : g.ops_) op.clock_ns = offset[op.rank];
     }
-    // Times on the aligned clock (the ops keep their own: the replay gives back the trace's times).
-    auto aligned_start = [&](int i) { return g.ops_[i].start_ns + g.ops_[i].clock_ns; };
-    auto aligned_end = [&](int i) { return g.ops_[i].end_ns + g.ops_[i].clock_ns; };
-
     for (int t = 0; t < kKinds; ++t) {
       for (auto& [key, members] : groups[t]) {
         if (members.size() < 2 || !sized(t, members.size())) continue;  // unmatched: alone
-        int64_t release = INT64_MIN, first_end = INT64_MAX;
-        for (int m : members) {
-          release = std::max(release, aligned_start(m));
-          first_end = std::min(first_end, aligned_end(m));
-        }
+        const auto [release, first_end] = window(members);
         if (first_end < release) {
           // A member ended before another had begun: they did not wait for each other. An MPI
           // send completes as soon as its data is buffered (eager protocol), often before the
@@ -270,8 +275,7 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
           // stays unmatched: each op keeps its own duration. Matching them anyway would put an
           // edge back in time, and with it a cycle.
           if (t == kPpPair) {
-            const int send = g.ops_[members[0]].kind == PP_SEND ? members[0] : members[1];
-            const int recv = send == members[0] ? members[1] : members[0];
+            const auto [send, recv] = send_recv(members);
             if (g.ops_[send].kind == PP_SEND && g.ops_[recv].kind == PP_RECV &&
                 aligned_end(send) <= aligned_start(recv)) {
               preds[recv].push_back(send);
