@@ -108,7 +108,9 @@ class DeviceWrapper : public Device {
                       int N, int C, int OC) override {
     RunKernel([&] { inner_->LinearBackward(dinp, dw, db, dout, inp, w, N, C, OC); });
   }
-  void BiasForward(float* out, const float* b, int N, int OC) override { RunKernel([&] { inner_->BiasForward(out, b, N, OC); }); }
+  void BiasForward(float* out, const float* b, int N, int OC) override {
+    RunKernel([&] { inner_->BiasForward(out, b, N, OC); });
+  }
   void BiasBackward(float* db, const float* dout, int N, int OC) override {
     RunKernel([&] { inner_->BiasBackward(db, dout, N, OC); });
   }
@@ -119,7 +121,9 @@ class DeviceWrapper : public Device {
                          const AttentionShape& s) override {
     RunKernel([&] { inner_->AttentionBackward(dqkv, dout, qkv, att, s); });
   }
-  void GeluForward(float* out, const float* inp, int n) override { RunKernel([&] { inner_->GeluForward(out, inp, n); }); }
+  void GeluForward(float* out, const float* inp, int n) override {
+    RunKernel([&] { inner_->GeluForward(out, inp, n); });
+  }
   void GeluBackward(float* dinp, const float* inp, const float* dout, int n) override {
     RunKernel([&] { inner_->GeluBackward(dinp, inp, dout, n); });
   }

@@ -3,20 +3,20 @@
 // straggler's compute durations by speed. `megascale run` wraps the straggler rank's device in it
 // (cli/cmd_run.cc), so a simulated trace and a real one of the same scenario carry the same fault.
 //
-// How: each kernel call (DeviceWrapper::RunKernel: Copy/Zero/Add too, which a GPU runs as
-// kernels) is timed on the clock, after Synchronize() so an asynchronous device's kernel is
-// inside the measurement; the rank then owes a wait of (1/speed - 1) x that time. Waiting sleeps,
-// never spins: the CPU ranks of a test share a few cores and a spinning straggler would slow its peers. The wait owed is a
-// balance, paid at the next Synchronize() (exec/op_recorder.h ends every compute op with one, so
-// the wait lands inside the op that owed it) or as soon as it reaches min_sleep_ns (a long op
-// without one); the time actually slept is taken off it. The OS sleeps ~50 us more than asked
+// How: each kernel call (DeviceWrapper::RunKernel: Copy/Zero/Add too, which a GPU runs as kernels)
+// is timed on the clock, after Synchronize() so an asynchronous device's kernel is inside the
+// measurement; the rank then owes a wait of (1/speed - 1) x that time. Waiting sleeps, never spins:
+// the CPU ranks of a test share a few cores and a spinning straggler would slow its peers. The wait
+// owed is a balance, paid at the next Synchronize() (exec/op_recorder.h ends every compute op with
+// one, so the wait lands inside the op that owed it) or as soon as it reaches min_sleep_ns (a long
+// op without one); the time actually slept is taken off it. The OS sleeps ~50 us more than asked
 // (timer slack) and the kernels of a tiny model take a few us, so the balance goes negative after
 // an oversleep and the next kernels pay it back: over a run the total wait is (1/speed - 1) x its
 // kernel time to within one oversleep, though single ops are lumpy. Alloc, Free, Upload and
-// Download are not slowed (host work and copies, which a slow GPU's SMs do not govern).
-// On CPU ranks that share cores the slowdown against the peers comes out below 1/speed: a process
-// that sleeps is scheduled first when it wakes, so its kernels run faster than its busy peers'
-// (speed 0.25 on 4 ranks and 2 cores: +187% to +297% against the peers' median, not +300%).
+// Download are not slowed (host work and copies, which a slow GPU's SMs do not govern). On CPU
+// ranks that share cores the slowdown against the peers comes out below 1/speed: a process that
+// sleeps is scheduled first when it wakes, so its kernels run faster than its busy peers' (speed
+// 0.25 on 4 ranks and 2 cores: +187% to +297% against the peers' median, not +300%).
 //
 // Not thread-safe: one thread issues the device's work (device.h). Owns neither inner nor clock.
 #pragma once

@@ -16,7 +16,8 @@ std::string Line(const char* name, const std::vector<GroupMember>& group, int ra
   char buf[96];
   for (const GroupMember& m : group) {
     const double pct = std::abs(m.slowdown) < 5e-4 ? 0.0 : 100 * m.slowdown;  // no "-0.0%"
-    std::snprintf(buf, sizeof buf, " %s%d(%+.1f%%%s)%s", m.rank == rank ? "[" : "", m.rank, pct, m.straggler ? ", straggler" : "", m.rank == rank ? "]" : "");
+    std::snprintf(buf, sizeof buf, " %s%d(%+.1f%%%s)%s", m.rank == rank ? "[" : "", m.rank, pct,
+                  m.straggler ? ", straggler" : "", m.rank == rank ? "]" : "");
     out += buf;
   }
   return out + "\n";
@@ -110,8 +111,9 @@ std::vector<GroupMember> DpGroupShown(const RankView& v) {
 
 std::string RankViewToText(const RankView& v) {
   char head[160];
-  std::snprintf(head, sizeof head, "3D view of rank %d (%s): tp %d, dp %d, pp %d; compute vs its stage's median\n",
-                v.rank, v.why.c_str(), v.tp, v.dp, v.pp);
+  std::snprintf(head, sizeof head,
+                "3D view of rank %d (%s): tp %d, dp %d, pp %d; compute vs its stage's median\n", v.rank,
+                v.why.c_str(), v.tp, v.dp, v.pp);
   const std::vector<GroupMember> dp = DpGroupShown(v);
   std::string out = head;
   out += "  " + Line("TP group", v.tp_group, v.rank);
