@@ -67,17 +67,22 @@ int Main(int argc, char** argv) {
   DiagnoseArgs diag;
   auto* diag_cmd = app.add_subcommand("diagnose", "Analyse a trace: step time, MFU, breakdown, stragglers, failures");
   diag_cmd->add_option("trace", diag.trace,
-                       "Trace: ours (simulate/run --trace), Chrome/Perfetto JSON, or Megatron CSV")
+                       "Trace: ours (simulate/run --trace), Chrome/Perfetto JSON, or a per-operator timer "
+                       "trace (Megatron-style CSV or JSON lines)")
       ->required();
-  diag_cmd->add_option("--format", diag.format, "auto (by content), trace, chrome or csv")
+  diag_cmd->add_option("--format", diag.format, "auto (by content), trace, chrome, csv or jsonl")
       ->default_val("auto");
   diag_cmd->add_option("--meta", diag.meta,
-                       "Metadata JSON {dp, pp, tp, vpp, ...}: required for CSV; for Chrome it sets "
-                       "the layout and FLOPs the trace lacks (docs/traces.md)");
+                       "Metadata, YAML or JSON (dp_size, pp_size, tp_size, dsp_size, vpp_size, world_size; "
+                       "or dp, pp, tp, ...): required for a timer trace; for Chrome it sets the layout and "
+                       "FLOPs the trace lacks (docs/traces.md)");
   diag_cmd->add_option("--html", diag.html, "Write the HTML report here");
   diag_cmd->add_option("--heatmap", diag.heatmap,
                        "Write the per-rank compute heat map here: FILE.svg (image) or FILE.csv "
                        "(step,rank,dp,pp,tp,compute_s)");
+  diag_cmd->add_option("--timeline", diag.timeline,
+                       "Write the slowest analysed step here as Chrome/Perfetto JSON: every rank as it ran "
+                       "and in the straggler analysis's ideal replay, side by side");
   diag_cmd->add_flag("--json", diag.json, "Print the findings as one JSON object");
   diag_cmd->add_option("--straggler-threshold", diag.straggler_threshold,
                        "Compute slowdown against stage peers that marks a straggler, in [0, 10]")

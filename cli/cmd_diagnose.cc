@@ -13,6 +13,7 @@
 #include "traces/chrome_export.h"
 #include "traces/diagnose_input.h"
 #include "traces/html_report.h"
+#include "traces/ideal_timeline.h"
 #include "traces/rank_view.h"
 
 namespace megascale::cli {
@@ -64,6 +65,10 @@ Status RunDiagnose(const DiagnoseArgs& args) {
   MS_RETURN_IF_ERROR(CheckReadable("trace", args.trace));
   if (!args.meta.empty()) MS_RETURN_IF_ERROR(CheckReadable("--meta", args.meta));
   if (!args.html.empty()) MS_RETURN_IF_ERROR(CheckWritable("--html", args.html));
+  if (!args.timeline.empty()) {
+    MS_RETURN_IF_ERROR(CheckWritable("--timeline", args.timeline));
+    options.keep_ideal_timeline = true;
+  }
   if (!args.heatmap.empty()) {
     if (!EndsWith(args.heatmap, ".svg") && !EndsWith(args.heatmap, ".csv")) {
       return Status::BadField("--heatmap", Quoted(args.heatmap), "must end in .svg or .csv");
@@ -77,6 +82,14 @@ Status RunDiagnose(const DiagnoseArgs& args) {
   // Asked for: a trace without a layout is an error; by default it only goes without the view.
   if (view_rank >= 0 && (args.rank >= 0 || HeatMapLayout(report.heatmap))) {
     MS_ASSIGN_OR_RETURN(report.rank_view, MakeRankView(report, view_rank, why, "--rank"));
+  }
+  if (!args.timeline.empty()) {
+    if (!report.ideal_timeline) {
+      return Status::BadField("--timeline", Quoted(args.timeline),
+                              "the straggler analysis did not run on this trace (" +
+                                  report.straggler_analysis.skipped + "): no ideal timeline to write");
+    }
+    MS_RETURN_IF_ERROR(WriteIdealTimelineJson(*report.ideal_timeline, args.timeline));
   }
   if (!args.html.empty()) MS_RETURN_IF_ERROR(WriteHtmlReport(report, args.html));
   if (!args.heatmap.empty()) {

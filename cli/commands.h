@@ -38,9 +38,10 @@ Status RunSimulate(const SimulateArgs& args);
 
 struct DiagnoseArgs {
   std::string trace;
-  std::string format = "auto";  // auto|trace|chrome|csv (traces/trace_import.h)
-  std::string meta;             // metadata JSON of a CSV (required) or Chrome trace
+  std::string format = "auto";  // auto|trace|chrome|csv|jsonl (traces/trace_import.h)
+  std::string meta;             // metadata (YAML/JSON) of a timer trace (required) or Chrome trace
   std::string html;             // HTML report
+  std::string timeline;         // the real and ideal timelines of one step, Perfetto JSON
   std::string heatmap;          // heat map: .svg gives SVG, .csv the CSV
   bool json = false;
   std::string straggler_threshold = "0.02";  // text: RunDiagnose checks it (one error format)

@@ -7,7 +7,7 @@ pkgs=(cmake g++ make pkg-config
       protobuf-compiler libprotobuf-dev
       libgtest-dev libgmock-dev
       libopenmpi-dev openmpi-bin
-      libcli11-dev nlohmann-json3-dev)
+      libcli11-dev nlohmann-json3-dev libyaml-cpp-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

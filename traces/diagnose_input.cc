@@ -1,39 +1,41 @@
 #include "traces/diagnose_input.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
+#include "traces/ideal_timeline.h"
 #include "traces/step_graph.h"
 #include "traces/what_if.h"
 
 namespace megascale {
 namespace {
 
-// Keeps the header and the events of one step, up to a limit.
+// Keeps the header and the events of the chosen steps.
 class StepCollector : public TraceSink {
  public:
-  StepCollector(int step, int64_t limit) : step_(step), limit_(limit) {}
+  explicit StepCollector(const std::vector<int>& steps) {
+    for (size_t i = 0; i < steps.size(); ++i) slot_[steps[i]] = static_cast<int>(i);
+    events.resize(steps.size());
+  }
   void OnHeader(const TraceHeader& h) override { header = h; }
   void OnEvent(const TraceEvent& e) override {
-    if (e.step() != step_ || overflow) return;
-    if (static_cast<int64_t>(events.size()) >= limit_) {
-      overflow = true;
-      events.clear();
-      events.shrink_to_fit();
-      return;
-    }
-    events.push_back(e);
+    auto it = slot_.find(e.step());
+    if (it != slot_.end()) events[it->second].push_back(e);
   }
   void OnStatus(const RankStatus&) override {}
   void OnEnd(const RunEnd&) override {}
   TraceHeader header;
-  std::vector<TraceEvent> events;
-  bool overflow = false;
+  std::vector<std::vector<TraceEvent>> events;  // by the order of the steps asked for
 
  private:
-  int step_;
-  int64_t limit_;
+  std::map<int, int> slot_;
 };
+
+// A step's number in the trace (a timer trace's sampled steps keep theirs).
+int64_t StepNumber(const DiagnosisReport& r, int step) {
+  return step < static_cast<int>(r.step_ids.size()) ? r.step_ids[step] : step;
+}
 
 // The ranks the timeline shows, most telling first.
 std::vector<std::pair<int, std::string>> TimelineRanks(const DiagnosisReport& r, const StepGraph& g,
@@ -76,6 +78,7 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   DiagnosisEngine engine(options.diagnosis);
   MS_ASSIGN_OR_RETURN(ImportStats stats, ReplayInput(input, &engine));
   DiagnosisReport report = engine.Finish();
+  report.notes.insert(report.notes.end(), stats.notes.begin(), stats.notes.end());
   if (stats.skipped > 0) {
     report.notes.push_back(std::to_string(stats.skipped) + " record(s) of the input map to no trace "
                            "event (unknown op names) and were skipped");
@@ -84,7 +87,10 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
     report.notes.push_back(std::to_string(stats.out_of_order) + " event(s) were listed in neither "
                            "start nor end order for their rank; the breakdown may misattribute them");
   }
-  if (!options.what_if || report.steps_completed == 0) return report;
+  if (!options.what_if || report.steps_completed == 0) {
+    report.straggler_analysis.skipped = options.what_if ? "no completed step" : "the what-if pass was not asked for";
+    return report;
+  }
 
   int step = options.step;
   if (step < 0) {
@@ -95,22 +101,50 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
     return Status::BadField("what-if step", std::to_string(step),
                             "must be a completed step (< " + std::to_string(report.steps_completed) + ")");
   }
-  StepCollector collector(step, options.max_step_events);
-  MS_RETURN_IF_ERROR(ReplayInput(input, &collector).status());
-  if (collector.overflow) {
+  if (report.step_events[step] > options.max_step_events) {
     report.notes.push_back("what-if skipped: step " + std::to_string(step) + " has more than " +
                            std::to_string(options.max_step_events) + " events");
+    report.straggler_analysis.skipped = report.notes.back();
     return report;
   }
-  Result<StepGraph> built = StepGraph::Build(std::move(collector.events), collector.header);
-  if (!built.ok()) {
-    // The what-if replay and the timeline are extras: a trace whose events do not form a
-    // replayable graph (zero-length ops at one instant waiting for each other across ranks, see
-    // step_graph.h) still gets the breakdown and the findings.
-    report.notes.push_back("what-if skipped: " + built.status().message());
+  // The slowest step first (the per-rank what-if and the timeline), then the others in order
+  // while the events held stay within the budget.
+  std::vector<int> steps = {step};
+  int64_t held = report.step_events[step];
+  for (int k = 0; k < report.steps_completed; ++k) {
+    if (k == step || held + report.step_events[k] > options.max_analysis_events) continue;
+    steps.push_back(k);
+    held += report.step_events[k];
+  }
+  StepCollector collector(steps);
+  MS_RETURN_IF_ERROR(ReplayInput(input, &collector).status());
+  OpTypeIndex types;
+  StragglerInput analysis_input;
+  std::vector<int> graph_step;  // the dense step of each graph
+  for (size_t j = 0; j < steps.size(); ++j) {
+    Result<StepGraph> built = StepGraph::Build(std::move(collector.events[j]), collector.header, &types);
+    collector.events[j] = {};
+    if (!built.ok()) {
+      // The replays are extras: a step whose events do not form a replayable graph (zero-length
+      // ops at one instant waiting for each other across ranks, see step_graph.h) is left out.
+      report.notes.push_back("what-if skipped for step " + std::to_string(StepNumber(report, steps[j])) + ": " +
+                             built.status().message());
+      continue;
+    }
+    analysis_input.steps.push_back(std::move(*built));
+    analysis_input.step_ids.push_back(StepNumber(report, steps[j]));
+    graph_step.push_back(steps[j]);
+  }
+  if (analysis_input.steps.empty() || graph_step[0] != step) {
+    report.straggler_analysis.skipped = "no replayable step graph";
     return report;
   }
-  const StepGraph& graph = *built;
+  if (static_cast<int>(steps.size()) < report.steps_completed) {
+    report.notes.push_back("straggler analysis: " + std::to_string(analysis_input.steps.size()) + " of " +
+                           std::to_string(report.steps_completed) + " steps (the slowest first; at most " +
+                           std::to_string(options.max_analysis_events) + " events held)");
+  }
+  const StepGraph& graph = analysis_input.steps[0];
 
   WhatIfContext ctx;
   ctx.step = step;
@@ -143,6 +177,28 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   std::sort(timeline.ranks.begin(), timeline.ranks.end(),
             [](const TimelineRank& a, const TimelineRank& b) { return a.rank < b.rank; });
   report.timeline = std::move(timeline);
+
+  const TraceHeader& h = collector.header;
+  if (h.dp() <= 0 || h.pp() <= 0 || h.tp() <= 0) {
+    report.straggler_analysis.skipped = "the trace carries no layout (dp, pp, tp): no workers to compare";
+    return report;
+  }
+  analysis_input.types = &types;
+  analysis_input.dp = h.dp();
+  analysis_input.pp = h.pp();
+  analysis_input.model_flops_per_step = h.model_flops_per_step();
+  analysis_input.peak_flops_per_gpu = h.peak_flops_per_gpu();
+  analysis_input.world_size = report.world_size;
+  StragglerAnalyzer analyzer(std::move(analysis_input), options.straggler);
+  report.straggler_analysis = analyzer.Run();
+  if (report.straggler_analysis.unmatched > 0) {
+    std::string where;
+    for (const std::string& x : report.straggler_analysis.unmatched_examples) where += (where.empty() ? "" : "; ") + x;
+    report.notes.push_back(std::to_string(report.straggler_analysis.unmatched) +
+                           " communication op(s) found no peer (their pair or group is incomplete in the trace) "
+                           "and keep their own duration in the what-if: " + where);
+  }
+  if (options.keep_ideal_timeline) report.ideal_timeline = MakeIdealTimeline(analyzer, 0, types);
   return report;
 }
 

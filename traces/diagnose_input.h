@@ -1,12 +1,15 @@
 // The whole diagnosis of one input, in two streamed passes: the engine (diagnosis.h) over every
-// record, then the what-if over the slowest completed step (what_if.h), whose graph also gives the
-// HTML report's timeline. This is what `megascale diagnose` calls. Not thread-safe.
+// record, then the step graphs of the completed steps (as many as max_analysis_events holds, the
+// slowest first): the straggler what-if over all of them (straggler_analysis.h), the per-rank
+// what-if over the slowest (what_if.h), whose graph also gives the HTML report's timeline. This is
+// what `megascale diagnose` calls. Not thread-safe.
 #pragma once
 
 #include <cstdint>
 
 #include "base/status.h"
 #include "traces/diagnosis.h"
+#include "traces/straggler_analysis.h"
 #include "traces/trace_import.h"
 
 namespace megascale {
@@ -19,6 +22,12 @@ struct FullDiagnosisOptions {
   int step = -1;
   // The what-if holds one step's events; above this many it is skipped (and a note says so).
   int64_t max_step_events = 20'000'000;
+  // The straggler analysis takes further steps while all it holds stays within this many events
+  // (a 12,288-rank step is ~3 M; 40 steps of a 64-rank timer trace ~120,000).
+  int64_t max_analysis_events = 4'000'000;
+  StragglerOptions straggler;
+  // Keep the slowest analysed step's ideal timeline (report.ideal_timeline) for a Perfetto export.
+  bool keep_ideal_timeline = false;
   // Ranks shown in the timeline: the culprit, a healthy peer, a waiting rank, ...
   int timeline_ranks = 4;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "planner/layout.h"
@@ -31,6 +32,7 @@ struct DiagnosisEngine::State {
   std::vector<int> stage;                     // by rank; -1 until an event names it
   std::vector<int64_t> last_end_ns;           // by rank; INT64_MIN: no event
   std::vector<int64_t> step_end_ns;           // by step: latest end of its events over all ranks
+  std::vector<int64_t> step_events;           // by step: its events
   int64_t run_start_ns = INT64_MAX;           // earliest start of a step-0 event
   int64_t first_start_ns = INT64_MAX;         // earliest start of any event
   std::optional<RankStatus> heartbeat_lost;   // the earliest last heartbeat among the lost ranks
@@ -84,8 +86,10 @@ void DiagnosisEngine::OnEvent(const TraceEvent& e) {
   if (s.links) s.links->OnEvent(e, stage);
   if (e.step() >= static_cast<int>(s.step_end_ns.size())) {
     s.step_end_ns.resize(e.step() + 1, INT64_MIN);
+    s.step_events.resize(e.step() + 1, 0);
   }
   s.step_end_ns[e.step()] = std::max(s.step_end_ns[e.step()], e.end_ns());
+  ++s.step_events[e.step()];
   if (e.step() == 0) s.run_start_ns = std::min(s.run_start_ns, e.start_ns());
   s.first_start_ns = std::min(s.first_start_ns, e.start_ns());
   s.last_end_ns[e.rank()] = std::max(s.last_end_ns[e.rank()], e.end_ns());
@@ -203,6 +207,7 @@ DiagnosisReport DiagnosisEngine::Finish() {
     completed = std::max(0, seen - 1);
   }
   report.steps_completed = completed;
+  report.step_events.assign(s.step_events.begin(), s.step_events.begin() + completed);
 
   // Step boundaries: each step ends at the latest end of its events; step 0 starts at its first op.
   const int64_t run_start = s.run_start_ns != INT64_MAX ? s.run_start_ns
@@ -216,26 +221,41 @@ DiagnosisReport DiagnosisEngine::Finish() {
   }
   if (completed > 0) report.iteration_time_s = Seconds(prev - run_start) / completed;
 
-  const double flops = h.model_flops_per_step();
-  report.mfu = Mfu(flops, report.world_size, h.peak_flops_per_gpu(), report.iteration_time_s);
-  report.hfu = Mfu(h.hardware_flops_per_step(), report.world_size, h.peak_flops_per_gpu(),
-                   report.iteration_time_s);
-  report.tflops_per_gpu = TflopsPerGpu(flops, report.world_size, report.iteration_time_s);
-  report.tokens_per_s = TokensPerSecond(h.tokens_per_step(), report.iteration_time_s);
+  // What the trace cannot tell stays unknown (NaN, printed "n/a"): another tool's trace has no
+  // FLOPs, peak or tokens unless its metadata gives them.
+  const double flops = h.model_flops_per_step(), peak = h.peak_flops_per_gpu();
+  const double unknown = std::numeric_limits<double>::quiet_NaN();
+  report.mfu = flops > 0 && peak > 0 ? Mfu(flops, report.world_size, peak, report.iteration_time_s) : unknown;
+  report.hfu = h.hardware_flops_per_step() > 0 && peak > 0
+                   ? Mfu(h.hardware_flops_per_step(), report.world_size, peak, report.iteration_time_s)
+                   : unknown;
+  report.tflops_per_gpu = flops > 0 ? TflopsPerGpu(flops, report.world_size, report.iteration_time_s) : unknown;
+  report.tokens_per_s = h.tokens_per_step() > 0 ? TokensPerSecond(h.tokens_per_step(), report.iteration_time_s)
+                                                : unknown;
+  for (int64_t id : h.step_ids()) report.step_ids.push_back(id);
 
-  // Breakdown per rank, then the mean over ranks.
+  // Breakdown per rank, then the mean over the ranks the trace recorded (a timer trace records one
+  // rank per worker: its TP peers are absent, not idle).
   report.rank_breakdown.resize(ranks);
+  report.rank_recorded.assign(ranks, false);
+  int recorded = 0;
+  for (int r = 0; r < ranks; ++r) {
+    report.rank_recorded[r] = s.last_end_ns[r] != INT64_MIN;
+    recorded += report.rank_recorded[r];
+  }
+  report.recorded_ranks = recorded;
   if (completed > 0) {
     for (int r = 0; r < ranks; ++r) {
+      if (!report.rank_recorded[r]) continue;
       Breakdown& mean = report.rank_breakdown[r];
       for (const Breakdown& b : s.timelines[r].Attribute(run_start, ends)) {
         mean.compute_s += b.compute_s / completed;
         mean.exposed_comm_s += b.exposed_comm_s / completed;
         mean.bubble_s += b.bubble_s / completed;
       }
-      report.breakdown.compute_s += mean.compute_s / ranks;
-      report.breakdown.exposed_comm_s += mean.exposed_comm_s / ranks;
-      report.breakdown.bubble_s += mean.bubble_s / ranks;
+      report.breakdown.compute_s += mean.compute_s / recorded;
+      report.breakdown.exposed_comm_s += mean.exposed_comm_s / recorded;
+      report.breakdown.bubble_s += mean.bubble_s / recorded;
     }
   }
 
@@ -286,9 +306,10 @@ DiagnosisReport DiagnosisEngine::Finish() {
     map.dp = h.dp();
     map.rank_order = h.rank_order();
   }
-  map.compute_s.assign(completed, std::vector<float>(ranks, 0.0f));
+  map.compute_s.assign(completed, std::vector<float>(ranks, std::numeric_limits<float>::quiet_NaN()));
   std::vector<std::vector<int64_t>> first_start(ranks);
   for (int r = 0; r < ranks && completed > 0; ++r) {
+    if (!report.rank_recorded[r]) continue;  // NaN: not recorded
     const std::vector<int64_t> by_step = s.timelines[r].ComputeNsByStep(completed);
     for (int k = 0; k < completed; ++k) map.compute_s[k][r] = static_cast<float>(Seconds(by_step[k]));
     first_start[r] = s.timelines[r].FirstStartNsByStep(completed);

@@ -55,7 +55,8 @@ struct WaitingRank {
 };
 
 // MegaScale's Figure 7: compute time per rank per completed step over the DP x PP x TP grid.
-// compute_s[step][rank]; a rank's cell is at (dp, pp, tp) = RankLayout::CoordsOf(rank).
+// compute_s[step][rank]; a rank's cell is at (dp, pp, tp) = RankLayout::CoordsOf(rank); NaN for a
+// rank the trace does not record.
 struct HeatMap {
   int tp = 0, pp = 0, dp = 0;     // 0 when the trace carries no layout (then one row of ranks)
   RankOrder rank_order = TP_DP_PP;
@@ -95,12 +96,18 @@ struct DiagnosisReport {
   int steps_completed = 0;
   bool run_failed = false;
   std::vector<double> step_times_s;   // completed steps only
+  // A timer trace's sampled step numbers (step k of the report is step_ids[k]); empty: 0, 1, ...
+  std::vector<int64_t> step_ids;
+  std::vector<int64_t> step_events;   // completed steps' event counts (what a step graph holds)
   double iteration_time_s = 0;        // mean of step_times_s
+  // NaN where the trace cannot tell (no FLOPs, peak or tokens in its header): printed "n/a"/null.
   double mfu = 0;
   double hfu = 0;
   double tflops_per_gpu = 0;
   double tokens_per_s = 0;
-  Breakdown breakdown;                // mean over ranks and completed steps
+  Breakdown breakdown;                // mean over recorded ranks and completed steps
+  int recorded_ranks = 0;             // ranks with at least one event
+  std::vector<bool> rank_recorded;    // by rank
   std::vector<RankFinding> slowest;   // top_k ranks by slowdown
   std::vector<RankFinding> stragglers;
   std::optional<FailureFinding> failure;
@@ -117,6 +124,8 @@ struct DiagnosisReport {
   std::optional<LinkFinding> slow_link;      // slow_links.h
   DriftFinding drift;                        // drift.h
   std::vector<WhatIfFinding> what_if;        // what_if.h; filled by DiagnoseInput (second pass)
+  StragglerAnalysis straggler_analysis;      // straggler_analysis.h; filled by DiagnoseInput
+  std::optional<IdealTimeline> ideal_timeline;  // when asked for (ideal_timeline.h)
   std::optional<StepTimeline> timeline;      // a few ranks' ops in the slowest step (HTML)
   std::optional<RankView> rank_view;         // rank_view.h; filled by DiagnoseInput
   std::vector<std::string> notes;            // what was not analysed, and why
@@ -145,7 +154,10 @@ Result<DiagnosisReport> DiagnoseTraceFile(const std::string& path, DiagnosisOpti
 // The report as JSON text (stable field names) and as a short human summary.
 std::string ReportToJson(const DiagnosisReport& report);
 std::string ReportToText(const DiagnosisReport& report);
-// The heat map as CSV: "step,rank,dp,pp,tp,compute_s", one line per rank and completed step.
+// The heat map as CSV: "step,rank,dp,pp,tp,compute_s", one line per recorded rank and completed
+// step.
 std::string HeatMapToCsv(const DiagnosisReport& report);
+// A figure printed with `fmt` ("%.1f%%"), or "n/a" when the trace cannot tell it (NaN).
+std::string Figure(const char* fmt, double value);
 
 }  // namespace megascale

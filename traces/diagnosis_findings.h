@@ -70,6 +70,69 @@ struct WhatIfFinding {
   double mfu_lost = 0;            // MFU(healthy_s) - MFU(replayed_s), absolute
 };
 
+// The straggler what-if over all sampled steps (straggler_analysis.h): the slowdown S that
+// stragglers cost, attributed to op types, workers (DP replica x stage), DP ranks and stages, and
+// the cause its re-simulations confirm. Unknown figures are NaN (printed "n/a", JSON null).
+struct WorkerSlowdown {
+  int dp = 0;
+  int stage = 0;
+  double slowdown = 0;            // S_w; NaN when not replayed (too many workers: see `replayed`)
+  double excess_s = 0;            // its ops' time above the ideal, per step (the candidates' order)
+  bool replayed = true;
+};
+struct StragglerCause {
+  std::string kind;               // worker, slow_link, stage_imbalance, sequence_imbalance, op_type
+  int dp = -1;                    // worker, slow_link: the worker
+  int stage = -1;                 // worker, slow_link, stage_imbalance
+  std::string optype;             // op_type: the op type
+  double slowdown = 0;            // the culprit's own S (S_w, S_stage, S_t; S for sequences)
+  double m = 0;                   // what confirms it: M_W, M_S, or the share of the loss it explains
+  double mfu_lost = 0;            // (1 - 1/slowdown) x MFU_ideal; NaN without FLOPs and peak
+  std::string evidence;
+};
+struct StepSlowdown {
+  int64_t step = 0;               // the step's number in the trace
+  double t_s = 0;                 // the trace's span of the step
+  double t_nodelay_s = 0;
+  double t_ideal_s = 0;
+};
+struct StragglerAnalysis {
+  bool ran = false;
+  std::string skipped;            // why it did not run
+  std::vector<StepSlowdown> steps;
+  int workers = 0;                // workers recorded
+  double t_s = 0;                 // mean over the steps used
+  double t_nodelay_s = 0;
+  double t_ideal_s = 0;
+  double slowdown = 0;            // S = mean t_nodelay / mean t_ideal
+  double launch_slowdown = 0;     // mean t / mean t_nodelay (what launch delays cost)
+  double m_w = 0;                 // NaN when S = 1
+  double m_s = 0;
+  std::vector<std::pair<int, int>> fixed_workers;   // (dp, stage) fixed for M_W
+  std::vector<WorkerSlowdown> by_worker;            // by S_w, largest first
+  std::vector<std::pair<int, double>> by_dp;        // (dp, S), DP ranks replayed, largest first
+  std::vector<std::pair<int, double>> by_stage;     // (stage, S), in stage order
+  std::vector<std::pair<std::string, double>> by_optype;  // largest first
+  double sequence_cv = 0;         // robust spread of one op's compute across micro-batches (NaN: none)
+  double mfu_ideal = 0;           // NaN without FLOPs and peak
+  int unmatched = 0;              // communication ops left unmatched (alone) in the replays
+  std::vector<std::string> unmatched_examples;
+  std::vector<StragglerCause> findings;
+};
+
+// One step as it ran and as the straggler analysis's ideal replay has it, op by op (the Perfetto
+// export beside the real timeline; ideal_timeline.h).
+struct IdealTimelineOp {
+  int rank = 0, dp = 0, stage = 0, lane = 0, type = 0;
+  int64_t start_ns = 0, end_ns = 0;              // as it ran (its rank's clock)
+  int64_t ideal_start_ns = 0, ideal_end_ns = 0;  // in the ideal replay
+};
+struct IdealTimeline {
+  int64_t step = 0;                 // its number in the trace
+  std::vector<std::string> types;   // op type names (IdealTimelineOp.type indexes them)
+  std::vector<IdealTimelineOp> ops;
+};
+
 // MegaScale's 3D-parallel view of one rank: its TP, DP and PP groups, each member with its compute
 // against its stage's median, so a reader sees whom the rank waits for and who waits for it.
 struct GroupMember {

@@ -1,4 +1,5 @@
 // The diagnosis report as JSON (field names are a contract: scripts read them) and as text.
+#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -6,6 +7,7 @@
 #include "planner/layout.h"
 #include "traces/diagnosis.h"
 #include "traces/rank_view.h"
+#include "traces/straggler_report.h"
 
 namespace megascale {
 namespace {
@@ -25,11 +27,18 @@ std::string Format(const char* fmt, double a, double b = 0, double c = 0, double
   return buf;
 }
 
+}  // namespace
+
+std::string Figure(const char* fmt, double value) { return std::isnan(value) ? "n/a" : Format(fmt, value); }
+
+namespace {
+
 nlohmann::json HeatMapSummary(const HeatMap& m) {
   float lo = 0, hi = 0;
   bool any = false;
   for (const auto& step : m.compute_s) {
     for (float v : step) {
+      if (std::isnan(v)) continue;  // not recorded
       if (!any || v < lo) lo = v;
       if (!any || v > hi) hi = v;
       any = true;
@@ -89,6 +98,7 @@ void AddDeepFindings(const DiagnosisReport& r, nlohmann::json& j) {
                       {"tp_group", members(v.tp_group)}, {"dp_group", members(v.dp_group)},
                       {"pp_group", members(v.pp_group)}};
   }
+  j["straggler_analysis"] = StragglerAnalysisJson(r.straggler_analysis);
   j["notes"] = r.notes;
 }
 
@@ -101,6 +111,7 @@ std::string HeatMapToCsv(const DiagnosisReport& r) {
   char buf[128];
   for (size_t k = 0; k < m.compute_s.size(); ++k) {
     for (size_t rank = 0; rank < m.compute_s[k].size(); ++rank) {
+      if (std::isnan(m.compute_s[k][rank])) continue;  // not recorded
       RankCoords c;
       if (layout && static_cast<int>(rank) < layout->world_size()) c = layout->CoordsOf(static_cast<int>(rank));
       std::snprintf(buf, sizeof buf, "%zu,%zu,%d,%d,%d,%.9g\n", k, rank, c.dp, c.pp, c.tp,
@@ -128,6 +139,8 @@ std::string ReportToJson(const DiagnosisReport& r) {
       {"scenario_name", r.scenario_name},
       {"world_size", r.world_size},
       {"steps_completed", r.steps_completed},
+      {"step_ids", r.step_ids},
+      {"recorded_ranks", r.recorded_ranks},
       {"run_failed", r.run_failed},
       {"iteration_time_s", r.iteration_time_s},
       {"step_times_s", r.step_times_s},
@@ -153,10 +166,13 @@ std::string ReportToText(const DiagnosisReport& r) {
                     ": " + std::to_string(r.world_size) + " ranks, " +
                     std::to_string(r.steps_completed) + " steps completed" +
                     (r.run_failed ? " (run failed)" : "") + "\n";
+  if (r.recorded_ranks < r.world_size) {
+    out += std::to_string(r.recorded_ranks) + " of them recorded (the others are absent from the trace, not idle)\n";
+  }
   if (r.steps_completed > 0) {
-    out += Format("step time %.4g s, MFU %.1f%% (HFU %.1f%%), %.1f TFLOP/s per GPU", r.iteration_time_s,
-                  100 * r.mfu, 100 * r.hfu, r.tflops_per_gpu) +
-           Format(", %.4g tokens/s\n", r.tokens_per_s);
+    out += Format("step time %.4g s, MFU ", r.iteration_time_s) + Figure("%.1f%%", 100 * r.mfu) + " (HFU " +
+           Figure("%.1f%%", 100 * r.hfu) + "), " + Figure("%.1f", r.tflops_per_gpu) + " TFLOP/s per GPU, " +
+           Figure("%.4g", r.tokens_per_s) + " tokens/s\n";
     const Breakdown& b = r.breakdown;
     const double total = b.compute_s + b.exposed_comm_s + b.bubble_s;
     if (total > 0) {
@@ -201,9 +217,11 @@ std::string ReportToText(const DiagnosisReport& r) {
   for (size_t i = 0; i < r.what_if.size() && i < 3; ++i) {
     const WhatIfFinding& w = r.what_if[i];
     if (w.slowdown <= 0) break;
-    out += "what-if " + w.scope + Format(" healthy: step %.4g s -> %.4g s, S = %.2f%%, MFU +%.2f points\n",
-                                          w.replayed_s, w.healthy_s, 100 * w.slowdown, 100 * w.mfu_lost);
+    out += "what-if " + w.scope + Format(" healthy: step %.4g s -> %.4g s, S = %.2f%%, MFU ", w.replayed_s,
+                                          w.healthy_s, 100 * w.slowdown) +
+           Figure("+%.2f points", 100 * w.mfu_lost) + "\n";
   }
+  out += StragglerAnalysisText(r.straggler_analysis);
   if (r.rank_view) out += RankViewToText(*r.rank_view);
   for (const std::string& note : r.notes) out += "note: " + note + "\n";
   if (r.failure) {

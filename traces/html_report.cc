@@ -96,6 +96,10 @@ std::string RankViewHtml(const RankView& v) {
     h += "<tr><td><i>" + name + "</i></td>";
     for (const GroupMember& m : group) {
       const std::string rank = std::to_string(m.rank);
+      if (std::isnan(m.slowdown)) {
+        h += "<td style=\"background:#e8e8e8\">" + rank + "<br>not recorded</td>";
+        continue;
+      }
       h += "<td style=\"background:" + DeviationColor(m.slowdown, span) + "\">" +
            (m.rank == v.rank ? "<b>" + rank + "</b>" : rank) + F("<br>%+.1f%%", 100 * m.slowdown) +
            (m.straggler ? "<br>straggler" : "") + "</td>";
@@ -131,7 +135,9 @@ std::string HeatMapSvg(const HeatMap& m) {
     return std::make_pair(c.pp * m.tp + c.tp, c.dp);
   };
   std::map<int, std::vector<double>> by_stage;
-  for (int r = 0; r < ranks; ++r) by_stage[layout ? layout->CoordsOf(r).pp : 0].push_back(mean[r]);
+  for (int r = 0; r < ranks; ++r) {
+    if (!std::isnan(mean[r])) by_stage[layout ? layout->CoordsOf(r).pp : 0].push_back(mean[r]);
+  }
   std::map<int, double> median;
   for (auto& [s, v] : by_stage) {
     std::sort(v.begin(), v.end());
@@ -141,7 +147,7 @@ std::string HeatMapSvg(const HeatMap& m) {
   double span = 0.02;  // at least +-2% spans the colour scale
   for (int r = 0; r < ranks; ++r) {
     const double med = median[layout ? layout->CoordsOf(r).pp : 0];
-    dev[r] = med > 0 ? mean[r] / med - 1 : 0;
+    dev[r] = med > 0 && !std::isnan(mean[r]) ? mean[r] / med - 1 : 0;
     span = std::max(span, std::fabs(dev[r]));
   }
   const double cell = std::clamp(900.0 / cols, 3.0, 24.0);
@@ -157,6 +163,12 @@ std::string HeatMapSvg(const HeatMap& m) {
   }
   for (int r = 0; r < ranks; ++r) {
     const auto [row, col] = place(r);
+    if (std::isnan(mean[r])) {  // a rank the trace does not record: absent, not idle
+      svg += F("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" fill=\"#e8e8e8\">", left + col * cell,
+               top + row * ch, cell, ch) +
+             F("<title>rank %.0f: not recorded</title></rect>", r);
+      continue;
+    }
     svg += F("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" fill=\"", left + col * cell,
              top + row * ch, cell, ch) +
            DeviationColor(dev[r], span) +
@@ -225,8 +237,9 @@ std::string ReportToHtml(const DiagnosisReport& r) {
   row("steps completed", std::to_string(r.steps_completed) + (r.run_failed ? " (run failed)" : ""));
   if (r.steps_completed > 0) {
     row("step time", F("%.4g s", r.iteration_time_s));
-    row("MFU", F("%.1f%% (HFU %.1f%%), %.1f TFLOP/s per GPU", 100 * r.mfu, 100 * r.hfu, r.tflops_per_gpu));
-    row("tokens/s", F("%.4g", r.tokens_per_s));
+    row("MFU", Figure("%.1f%%", 100 * r.mfu) + " (HFU " + Figure("%.1f%%", 100 * r.hfu) + "), " +
+                   Figure("%.1f", r.tflops_per_gpu) + " TFLOP/s per GPU");
+    row("tokens/s", Figure("%.4g", r.tokens_per_s));
   }
   h += "</table>\n<h2>Findings</h2>\n<pre>" + Escape(ReportToText(r)) + "</pre>\n";
   if (!r.what_if.empty()) {
@@ -234,8 +247,9 @@ std::string ReportToHtml(const DiagnosisReport& r) {
          "<td><i>healthy (s)</i></td><td><i>S</i></td><td><i>MFU lost</i></td></tr>";
     for (size_t i = 0; i < r.what_if.size() && i < 10; ++i) {
       const WhatIfFinding& w = r.what_if[i];
-      h += "<tr><td>" + Escape(w.scope) + F("</td><td>%.4g</td><td>%.4g</td><td>%.2f%%</td><td>%.2f points</td></tr>",
-                                            w.replayed_s, w.healthy_s, 100 * w.slowdown, 100 * w.mfu_lost);
+      h += "<tr><td>" + Escape(w.scope) + F("</td><td>%.4g</td><td>%.4g</td><td>%.2f%%</td><td>", w.replayed_s,
+                                            w.healthy_s, 100 * w.slowdown) +
+           Figure("%.2f", 100 * w.mfu_lost) + " points</td></tr>";
     }
     h += "</table>\n";
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "planner/layout.h"
@@ -16,8 +17,13 @@ std::string Line(const char* name, const std::vector<GroupMember>& group, int ra
   char buf[96];
   for (const GroupMember& m : group) {
     const double pct = std::abs(m.slowdown) < 5e-4 ? 0.0 : 100 * m.slowdown;  // no "-0.0%"
-    std::snprintf(buf, sizeof buf, " %s%d(%+.1f%%%s)%s", m.rank == rank ? "[" : "", m.rank, pct,
-                  m.straggler ? ", straggler" : "", m.rank == rank ? "]" : "");
+    if (std::isnan(m.slowdown)) {
+      std::snprintf(buf, sizeof buf, " %s%d(not recorded)%s", m.rank == rank ? "[" : "", m.rank,
+                    m.rank == rank ? "]" : "");
+    } else {
+      std::snprintf(buf, sizeof buf, " %s%d(%+.1f%%%s)%s", m.rank == rank ? "[" : "", m.rank, pct,
+                    m.straggler ? ", straggler" : "", m.rank == rank ? "]" : "");
+    }
     out += buf;
   }
   return out + "\n";
@@ -66,8 +72,11 @@ Result<RankView> MakeRankView(const DiagnosisReport& report, int rank, const std
   }
   // Each stage's median compute: the yardstick the straggler analysis uses.
   std::map<int, std::vector<double>> by_stage;
+  auto recorded = [&](int r) {
+    return r < static_cast<int>(report.rank_recorded.size()) ? report.rank_recorded[r] : true;
+  };
   for (int r = 0; r < layout.world_size(); ++r) {
-    by_stage[layout.CoordsOf(r).pp].push_back(report.rank_breakdown[r].compute_s);
+    if (recorded(r)) by_stage[layout.CoordsOf(r).pp].push_back(report.rank_breakdown[r].compute_s);
   }
   std::map<int, double> median;
   for (auto& [stage, values] : by_stage) median[stage] = Median(std::move(values));
@@ -78,7 +87,8 @@ Result<RankView> MakeRankView(const DiagnosisReport& report, int rank, const std
     m.tp = c.tp;
     m.dp = c.dp;
     m.pp = c.pp;
-    m.compute_s = report.rank_breakdown[r].compute_s;
+    // A rank the trace does not record (a timer trace's TP peers) has no figures: NaN, "n/a".
+    m.compute_s = recorded(r) ? report.rank_breakdown[r].compute_s : std::numeric_limits<double>::quiet_NaN();
     m.slowdown = median[c.pp] > 0 ? m.compute_s / median[c.pp] - 1 : 0;
     m.straggler = std::any_of(report.stragglers.begin(), report.stragglers.end(),
                               [&](const RankFinding& f) { return f.rank == r; });
@@ -103,6 +113,7 @@ std::vector<GroupMember> DpGroupShown(const RankView& v) {
   if (dp.size() <= kShown) return dp;
   std::stable_sort(dp.begin(), dp.end(), [&](const GroupMember& a, const GroupMember& b) {
     if ((a.rank == v.rank) != (b.rank == v.rank)) return a.rank == v.rank;
+    if (std::isnan(a.slowdown) || std::isnan(b.slowdown)) return !std::isnan(a.slowdown) && std::isnan(b.slowdown);
     return a.slowdown > b.slowdown;
   });
   dp.resize(kShown);

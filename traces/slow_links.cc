@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "traces/median.h"
+#include "traces/pp_pair.h"
 
 namespace megascale {
 namespace {
@@ -89,22 +90,14 @@ void SlowLinkLocator::OnDp(const TraceEvent& e, int stage) {
 }
 
 void SlowLinkLocator::OnPp(const TraceEvent& e, int stage) {
-  if (pp_ <= 1) return;
-  const int chunk = std::max(0, e.chunk());
-  const int g = chunk * pp_ + stage;
+  const std::optional<uint64_t> pair_key = PpPairKey(e, stage, pp_, vp_);
   const bool forward = e.phase() != BACKWARD;
-  const int sender = e.kind() == PP_SEND ? g : (forward ? g - 1 : g + 1);
   const RankCoords c = layout_->CoordsOf(e.rank());
   const uint64_t replica = static_cast<uint64_t>(c.dp);  // all TP indices together (see OnDp)
-  const uint64_t mb = static_cast<uint64_t>(std::max(0, e.microbatch()));
-  if (sender < 0 || sender >= 1024 || mb >= (1u << 14) || e.step() >= (1 << 16) ||
-      replica >= (1u << 22)) {
-    return;  // outside what the key packs; such runs are not judged
+  if (!pair_key || e.step() >= (1 << 16) || replica >= (1u << 12)) {
+    return;  // no pair, or outside what the key packs; such runs are not judged
   }
-  const uint64_t key = ((((replica << 16 | static_cast<uint64_t>(e.step())) << 14 | mb) << 10 |
-                         static_cast<uint64_t>(sender))
-                        << 1) |
-                       (forward ? 0u : 1u);
+  const uint64_t key = (static_cast<uint64_t>(e.step()) << 48) | (replica << kPpPairKeyBits) | *pair_key;
   PpPair& pair = pp_open_[key];
   (e.kind() == PP_SEND ? pair.sends : pair.recvs).push_back({e.rank(), e.start_ns(), e.end_ns()});
   if (static_cast<int>(pair.sends.size()) < tp_ || static_cast<int>(pair.recvs.size()) < tp_) return;

@@ -4,6 +4,8 @@
 #include <unordered_map>
 
 #include "planner/layout.h"
+#include "traces/event_name.h"
+#include "traces/pp_pair.h"
 
 namespace megascale {
 namespace {
@@ -61,7 +63,21 @@ std::vector<int64_t> SolveOffsets(int ranks, int nodes, const std::vector<Constr
 
 }  // namespace
 
-Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHeader& header) {
+int OpTypeIndex::Of(const TraceEvent& e) {
+  std::string name = e.name();
+  if (name.empty()) {
+    name = OpKind_IsValid(e.kind()) ? OpKind_Name(e.kind()) : "kind" + std::to_string(e.kind());
+    name += std::string(" ") + PhaseShortName(e.phase());
+  }
+  auto [it, added] = ids_.emplace(name, static_cast<int>(names_.size()));
+  if (added) names_.push_back(std::move(name));
+  return it->second;
+}
+
+Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHeader& header,
+                                   OpTypeIndex* types) {
+  OpTypeIndex own_types;
+  if (!types) types = &own_types;
   StepGraph g;
   std::sort(events.begin(), events.end(), [](const TraceEvent& a, const TraceEvent& b) {
     if (a.rank() != b.rank()) return a.rank() < b.rank();
@@ -80,12 +96,27 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
   g.ops_.resize(n);
   g.start_ns_ = INT64_MAX;
   g.end_ns_ = INT64_MIN;
+  // One rank per worker (DP replica x stage) recorded: that rank stands for its TP peers.
+  std::vector<int> worker_rank(has_layout ? static_cast<size_t>(header.dp()) * header.pp() : 0, -1);
+  bool worker_level = has_layout;
+  std::unordered_map<int, int> seen_of_type;  // this rank's ops so far, per type
   for (int i = 0; i < n; ++i) {
     const TraceEvent& e = events[i];
     StepOp& op = g.ops_[i];
     op.rank = e.rank();
-    op.stage = e.has_stage() ? e.stage()
-               : has_layout && e.rank() < layout.world_size() ? layout.CoordsOf(e.rank()).pp : 0;
+    const bool placed = has_layout && e.rank() >= 0 && e.rank() < layout.world_size();
+    const RankCoords c = placed ? layout.CoordsOf(e.rank()) : RankCoords{};
+    op.stage = e.has_stage() ? e.stage() : c.pp;
+    op.dp = c.dp;
+    if (placed) {
+      int& w = worker_rank[static_cast<size_t>(c.dp) * header.pp() + c.pp];
+      if (w >= 0 && w != e.rank()) worker_level = false;
+      w = e.rank();
+    }
+    op.type = types->Of(e);
+    if (i == 0 || events[i - 1].rank() != e.rank()) seen_of_type.clear();
+    op.seq = seen_of_type[op.type]++;
+    op.microbatch = e.microbatch();
     op.lane = e.lane();
     op.kind = e.kind();
     op.phase = e.phase();
@@ -151,46 +182,42 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
     }
     b = e;
   }
-  // Collective instances: TP and DP collectives by (group, seq, kind); PP pairs by what the
-  // planner tags them with; other collectives of the pipeline group (exec's tied-embedding
-  // all-reduce between the first and the last stage, numbered in a counter it shares with the
-  // sends and receives) by (pipeline group, kind, occurrence on the rank).
+  // Collective instances: TP and DP collectives by (group, seq, type); PP pairs by pp_pair.h's key;
+  // other collectives of the pipeline group (exec's tied-embedding all-reduce between the first
+  // and the last stage, numbered in a counter it shares with the sends and receives) by (pipeline
+  // group, type, occurrence on the rank); collectives of the whole job by (type, seq).
   if (has_layout) {
     const int pp = header.pp(), vp = std::max(1, header.virtual_stages());
-    enum { kTp, kDp, kPpPair, kPpCollective, kKinds };
+    enum { kTp, kDp, kPpPair, kPpCollective, kWorld, kKinds };
     std::unordered_map<uint64_t, std::vector<int>> groups[kKinds];
-    std::unordered_map<uint64_t, int> occurrence;  // (rank, kind) -> pipeline collectives so far
+    std::unordered_map<uint64_t, int> occurrence;  // (rank, type) -> pipeline collectives so far
     for (int i = 0; i < n; ++i) {
       const StepOp& op = g.ops_[i];
       const TraceEvent& e = events[i];
       if (op.rank < 0 || op.rank >= layout.world_size() || op.lane == COMPUTE) continue;
       const RankCoords c = layout.CoordsOf(op.rank);
+      const int tp_index = worker_level ? 0 : c.tp;
       const int group = GroupOf(e);
+      const uint64_t type = static_cast<uint64_t>(op.type & 0xffff);
       if ((op.kind == PP_SEND || op.kind == PP_RECV) && pp > 1) {
-        const int gv = std::max(0, e.chunk()) * pp + op.stage;
-        const bool forward = op.phase != BACKWARD;
-        const int sender = op.kind == PP_SEND ? gv : (forward ? gv - 1 : gv + 1);
-        if (sender < 0 || sender >= pp * vp || e.microbatch() >= (1 << 14)) continue;
-        const uint64_t replica = static_cast<uint64_t>(c.dp) * 4096u + static_cast<uint64_t>(c.tp);
-        const uint64_t key =
-            ((((replica << 14) | static_cast<uint64_t>(std::max(0, e.microbatch()))) << 10 |
-              static_cast<uint64_t>(sender))
-             << 1) |
-            (forward ? 0u : 1u);
-        groups[kPpPair][key].push_back(i);
+        const std::optional<uint64_t> pair = PpPairKey(e, op.stage, pp, vp);
+        const uint64_t replica = static_cast<uint64_t>(c.dp) * 4096u + static_cast<uint64_t>(tp_index);
+        if (!pair || replica >= (uint64_t{1} << (64 - kPpPairKeyBits))) continue;
+        groups[kPpPair][(replica << kPpPairKeyBits) | *pair].push_back(i);
       } else if (group == TP_GROUP || group == DP_GROUP) {
         const bool tp = group == TP_GROUP;
-        const int first = tp ? layout.RankOf({0, c.dp, c.pp}) : layout.RankOf({c.tp, 0, c.pp});
-        const uint64_t key = (static_cast<uint64_t>(first) << 32) |
-                             (static_cast<uint64_t>(e.collective_seq() & 0xffffff) << 8) |
-                             static_cast<uint64_t>(op.kind & 0xff);
+        const int first = tp ? layout.RankOf({0, c.dp, c.pp}) : layout.RankOf({tp_index, 0, c.pp});
+        const uint64_t key = (static_cast<uint64_t>(first) << 40) |
+                             (static_cast<uint64_t>(e.collective_seq() & 0xffffff) << 16) | type;
         groups[tp ? kTp : kDp][key].push_back(i);
       } else if (group == PP_GROUP && pp > 1) {
-        const int first = layout.RankOf({c.tp, c.dp, 0});
-        const int k = occurrence[(static_cast<uint64_t>(op.rank) << 8) | static_cast<uint64_t>(op.kind & 0xff)]++;
-        const uint64_t key = (static_cast<uint64_t>(first) << 32) |
-                             (static_cast<uint64_t>(k & 0xffffff) << 8) | static_cast<uint64_t>(op.kind & 0xff);
+        const int first = layout.RankOf({tp_index, c.dp, 0});
+        const int k = occurrence[(static_cast<uint64_t>(op.rank) << 16) | type]++;
+        const uint64_t key = (static_cast<uint64_t>(first) << 40) |
+                             (static_cast<uint64_t>(k & 0xffffff) << 16) | type;
         groups[kPpCollective][key].push_back(i);
+      } else if (group == WORLD_GROUP) {
+        groups[kWorld][(static_cast<uint64_t>(e.collective_seq() & 0xffffff) << 16) | type].push_back(i);
       }
     }
     auto sized = [&](int t, size_t members) {
@@ -198,9 +225,17 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
         case kTp: return members == static_cast<size_t>(header.tp());
         case kDp: return members == static_cast<size_t>(header.dp());
         case kPpPair: return members == 2;
+        case kWorld: return members >= 2;
         default: return members >= 2 && members <= static_cast<size_t>(pp);  // the stages holding it
       }
     };
+    for (int t = 0; t < kKinds; ++t) {
+      if (t == kTp && worker_level) continue;  // the recorded rank's TP peers are absent by design
+      for (const auto& [key, members] : groups[t]) {
+        if (!sized(t, members.size())) g.unmatched_.insert(g.unmatched_.end(), members.begin(), members.end());
+      }
+    }
+    std::sort(g.unmatched_.begin(), g.unmatched_.end());
     // Clocks: an exec rank's timestamps count from its own start instant (after a barrier, whose
     // exit the ranks of an oversubscribed CPU see up to ~7 ms apart, measured on 8 ranks and 2
     // cores), so a collective can seem to end on one rank before it began on another. When one
@@ -307,6 +342,8 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
 
   // Preds in CSR form, and each op's slack and (alone) work; on the aligned clock, which the
   // replay runs on (a receive's pred may be a send of another rank).
+  g.origin_ns_ = n > 0 ? INT64_MAX : 0;
+  for (const StepOp& op : g.ops_) g.origin_ns_ = std::min(g.origin_ns_, op.start_ns + op.clock_ns);
   for (int i = 0; i < n; ++i) {
     g.pred_begin_[i + 1] = g.pred_begin_[i] + static_cast<int>(preds[i].size());
     int64_t latest = INT64_MIN;
@@ -357,18 +394,44 @@ Result<StepGraph> StepGraph::Build(std::vector<TraceEvent> events, const TraceHe
 }
 
 int64_t StepGraph::Replay(const std::function<int64_t(int)>& work, std::vector<int64_t>* ends) const {
+  std::vector<int64_t> w(ops_.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = work(static_cast<int>(i));
+  return ReplayWork(w, /*keep_delays=*/true, nullptr, ends);
+}
+
+int64_t StepGraph::ReplayWork(const std::vector<int64_t>& work, bool keep_delays, std::vector<int64_t>* starts,
+                              std::vector<int64_t>* ends) const {
+  int64_t aligned = 0;
+  return Run(work, keep_delays, starts, ends, &aligned);
+}
+
+int64_t StepGraph::Span(const std::vector<int64_t>& work, bool keep_delays) const {
+  int64_t aligned = 0;
+  Run(work, keep_delays, nullptr, nullptr, &aligned);
+  return ops_.empty() ? 0 : aligned - origin_ns_;
+}
+
+int64_t StepGraph::Run(const std::vector<int64_t>& work, bool keep_delays, std::vector<int64_t>* starts,
+                       std::vector<int64_t>* ends, int64_t* aligned_latest) const {
   const int n = static_cast<int>(ops_.size());
+  *aligned_latest = INT64_MIN;
   std::vector<int64_t> ready(n), end(n), release(inst_members_.size());
   int64_t latest = INT64_MIN;
   for (int v : order_) {
     if (v < n) {
-      int64_t t = INT64_MIN;
-      for (int k = pred_begin_[v]; k < pred_begin_[v + 1]; ++k) t = std::max(t, end[preds_[k]]);
-      ready[v] = pred_begin_[v] == pred_begin_[v + 1] ? ops_[v].slack_ns : t + ops_[v].slack_ns;
+      const int b = pred_begin_[v], e = pred_begin_[v + 1];
+      if (b == e) {
+        ready[v] = keep_delays ? ops_[v].slack_ns : origin_ns_;
+      } else {
+        int64_t t = INT64_MIN;
+        for (int k = b; k < e; ++k) t = std::max(t, end[preds_[k]]);
+        ready[v] = keep_delays ? t + ops_[v].slack_ns : t;
+      }
     } else if (v < 2 * n) {
       const int i = v - n;
-      end[i] = (ops_[i].inst >= 0 ? release[ops_[i].inst] : ready[i]) + work(i);
+      end[i] = (ops_[i].inst >= 0 ? release[ops_[i].inst] : ready[i]) + work[i];
       latest = std::max(latest, end[i] - ops_[i].clock_ns);
+      *aligned_latest = std::max(*aligned_latest, end[i]);
     } else {
       const int k = v - 2 * n;
       int64_t t = INT64_MIN;
@@ -376,7 +439,11 @@ int64_t StepGraph::Replay(const std::function<int64_t(int)>& work, std::vector<i
       release[k] = t;
     }
   }
-  if (ends) {  // each on its rank's own clock, as the trace has them
+  if (starts) {
+    for (int i = 0; i < n; ++i) ready[i] -= ops_[i].clock_ns;
+    *starts = std::move(ready);
+  }
+  if (ends) {
     for (int i = 0; i < n; ++i) end[i] -= ops_[i].clock_ns;
     *ends = std::move(end);
   }

@@ -10,9 +10,12 @@
 //    and any op that ended while the compute lane sat idle before it;
 //  * a communication op is launched by the last compute op of its rank that ended before it began;
 //  * collectives are matched across ranks: a TP or DP collective (by the event's group) by (group,
-//    collective_seq), a PP send with its receive by (TP/DP coordinates, micro-batch, phase,
-//    sender's virtual stage), another collective of the pipeline group (exec's tied-embedding
-//    all-reduce) by (pipeline group, kind, occurrence on the rank). A collective's members all wait
+//    collective_seq, op type), a PP send with its receive by pp_pair.h's key within its TP/DP
+//    coordinates, another collective of the pipeline group (exec's tied-embedding all-reduce, a
+//    timer trace's embedding-grads-all-reduce) by (pipeline group, op type, occurrence on the
+//    rank), a collective of the whole job by (op type, collective_seq). When the trace records
+//    one rank per worker (DP replica x stage; timer traces), that rank stands for its worker's
+//    TP peers: groups are matched whatever its TP index. A collective's members all wait
 //    for the last of them to arrive; then each takes its transfer time (its end minus the original
 //    arrival of the last member). Members that did not wait for each other (one ended before
 //    another began) are not matched: an eager MPI send that ended before its receive began becomes
@@ -28,6 +31,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -38,6 +43,10 @@ namespace megascale {
 struct StepOp {
   int rank = 0;
   int stage = 0;
+  int dp = 0;             // DP replica (RankLayout; 0 without a layout)
+  int type = 0;           // op type: an index into the OpTypeIndex given to Build
+  int seq = 0;            // occurrence of its type on its rank in the step, in start order
+  int microbatch = -1;
   int lane = 0;
   int kind = 0;
   int phase = 0;
@@ -53,16 +62,41 @@ struct StepOp {
   int64_t clock_ns = 0;
 };
 
+// Op type names, numbered as they are first seen (shared by the graphs of several steps, so that
+// one type has one number in all). A timer trace's name ("forward-compute"), else "KIND phase".
+class OpTypeIndex {
+ public:
+  int Of(const TraceEvent& e);
+  const std::string& Name(int type) const { return names_[type]; }
+  int size() const { return static_cast<int>(names_.size()); }
+
+ private:
+  std::unordered_map<std::string, int> ids_;
+  std::vector<std::string> names_;
+};
+
 class StepGraph {
  public:
   // `events`: one step's events (any order). The header gives the layout for matching; without
   // one (tp, pp or dp unset) collectives are not matched and every op keeps its own duration.
-  static Result<StepGraph> Build(std::vector<TraceEvent> events, const TraceHeader& header);
+  // `types` numbers the op types (a graph of its own when null).
+  static Result<StepGraph> Build(std::vector<TraceEvent> events, const TraceHeader& header,
+                                 OpTypeIndex* types = nullptr);
 
   const std::vector<StepOp>& ops() const { return ops_; }
   int64_t start_ns() const { return start_ns_; }
   int64_t end_ns() const { return end_ns_; }   // the latest original end
   int instances() const { return static_cast<int>(inst_members_.size()); }
+  bool in_collective(int i) const { return ops_[i].inst >= 0; }
+  const std::vector<int>& members(int inst) const { return inst_members_[inst]; }
+  // Communication ops whose pair or group was incomplete in the step (a receive without its send,
+  // a DP collective some member of which is missing): they keep their own duration, unmatched.
+  // TP collectives of a trace that records one rank per worker are not counted (their peers are
+  // absent by design).
+  const std::vector<int>& unmatched() const { return unmatched_; }
+  // The earliest start on the aligned clock: where a replay without delays starts every op that
+  // waits for nothing.
+  int64_t origin_ns() const { return origin_ns_; }
 
   // Replays with op i taking work(i) ns of work (its own duration, or its transfer time in a
   // collective) on the aligned clock; returns the latest end and fills `ends`, if given, with
@@ -71,6 +105,14 @@ class StepGraph {
   int64_t ReplayUnmodified() const {
     return Replay([this](int i) { return ops_[i].work_ns; });
   }
+  // The same over a work array, faster. `keep_delays` false removes every op's slack (its launch
+  // delay: what it waited beyond its dependencies): ops start as soon as what they wait for has
+  // ended, those that wait for nothing at origin_ns(). `starts`/`ends`, if given, get every op's
+  // start and end on its rank's own clock. Returns the latest end, as Replay does.
+  int64_t ReplayWork(const std::vector<int64_t>& work, bool keep_delays, std::vector<int64_t>* starts = nullptr,
+                     std::vector<int64_t>* ends = nullptr) const;
+  // The step's span in such a replay: its latest end minus origin_ns(), on the aligned clock.
+  int64_t Span(const std::vector<int64_t>& work, bool keep_delays) const;
 
  private:
   std::vector<StepOp> ops_;
@@ -79,7 +121,12 @@ class StepGraph {
   std::vector<std::vector<int>> inst_members_;
   // Evaluation order: node v >= 0 is "op v ready", v < 0 is "op ~v ends" (instances resolve at
   // their last member's end node).
+  // ReplayWork and Span: `aligned_latest` gets the latest end on the aligned clock.
+  int64_t Run(const std::vector<int64_t>& work, bool keep_delays, std::vector<int64_t>* starts,
+              std::vector<int64_t>* ends, int64_t* aligned_latest) const;
   std::vector<int> order_;
+  std::vector<int> unmatched_;
+  int64_t origin_ns_ = 0;
   int64_t start_ns_ = 0;
   int64_t end_ns_ = 0;
 };

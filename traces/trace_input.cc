@@ -45,7 +45,8 @@ Result<TraceFormat> ParseTraceFormat(const std::string& name) {
   if (name == "trace") return TraceFormat::kNative;
   if (name == "chrome") return TraceFormat::kChrome;
   if (name == "csv") return TraceFormat::kMegatronCsv;
-  return Status::BadField("format", "\"" + name + "\"", "must be auto, trace, chrome or csv");
+  if (name == "jsonl") return TraceFormat::kTimerJsonLines;
+  return Status::BadField("format", "\"" + name + "\"", "must be auto, trace, chrome, csv or jsonl");
 }
 
 Result<TraceFormat> DetectTraceFormat(const std::string& path) {
@@ -55,12 +56,12 @@ Result<TraceFormat> DetectTraceFormat(const std::string& path) {
   in.read(&head[0], static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(in.gcount()));
   const size_t first = head.find_first_not_of(" \t\r\n");
+  const std::string line = first == std::string::npos ? "" : head.substr(first, head.find('\n', first) - first);
+  if (line.find("optype") != std::string::npos && line.find("start_ts") != std::string::npos) {
+    return line[0] == '{' ? TraceFormat::kTimerJsonLines : TraceFormat::kMegatronCsv;
+  }
   if (first != std::string::npos && (head[first] == '{' || head[first] == '[')) {
     return TraceFormat::kChrome;
-  }
-  const std::string line = head.substr(0, head.find('\n'));
-  if (line.find("optype") != std::string::npos && line.find("start_ts") != std::string::npos) {
-    return TraceFormat::kMegatronCsv;
   }
   return TraceFormat::kNative;
 }
@@ -78,11 +79,12 @@ Result<ImportStats> ReplayInput(const TraceInput& input, TraceSink* sink) {
       return ImportChromeTrace(input.path, &overlay);
     }
     case TraceFormat::kMegatronCsv:
+    case TraceFormat::kTimerJsonLines:
       if (input.meta_path.empty()) {
-        return Status::InvalidInput("CSV trace '" + input.path + "' needs its metadata file (dp, pp, "
-                                    "tp, vpp as JSON): none was given");
+        return Status::BadField("--meta", "(none)", "timer trace '" + input.path + "' needs its metadata file "
+                                "(YAML or JSON with dp_size, pp_size, tp_size; docs/traces.md)");
       }
-      return ImportMegatronCsv(input.path, input.meta_path, sink);
+      return ImportTimerTrace(input.path, format == TraceFormat::kTimerJsonLines, input.meta_path, sink);
     case TraceFormat::kNative:
     case TraceFormat::kAuto: break;
   }

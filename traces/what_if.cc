@@ -1,7 +1,9 @@
 #include "traces/what_if.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <tuple>
 #include <set>
 #include <thread>
 
@@ -20,18 +22,23 @@ int64_t MedianNs(std::vector<int64_t>& v) {
   return lo + (hi - lo) / 2;
 }
 
+// An op of a stage's program: its stage, type and occurrence of the type on its rank (the same
+// on every rank of the stage; op ids are not, in a timer trace).
+using OpKey = std::tuple<int, int, int>;
+OpKey KeyOf(const StepOp& op) { return {op.stage, op.type, op.seq}; }
+
 // Median work of each op of each stage's program over the stage's ranks.
-std::map<std::pair<int, uint32_t>, int64_t> OpMedians(const StepGraph& graph) {
-  std::map<std::pair<int, uint32_t>, std::vector<int64_t>> values;
-  for (const StepOp& op : graph.ops()) values[{op.stage, op.op_id}].push_back(op.work_ns);
-  std::map<std::pair<int, uint32_t>, int64_t> out;
+std::map<OpKey, int64_t> OpMedians(const StepGraph& graph) {
+  std::map<OpKey, std::vector<int64_t>> values;
+  for (const StepOp& op : graph.ops()) values[KeyOf(op)].push_back(op.work_ns);
+  std::map<OpKey, int64_t> out;
   for (auto& [key, v] : values) out[key] = MedianNs(v);
   return out;
 }
 
 // `unmodified_end_ns`: graph.ReplayUnmodified(), the same for every scope, so computed once.
 WhatIfFinding Replay(const StepGraph& graph, const WhatIfScope& scope, const WhatIfContext& ctx,
-                     const std::map<std::pair<int, uint32_t>, int64_t>& medians,
+                     const std::map<OpKey, int64_t>& medians,
                      int64_t unmodified_end_ns) {
   const std::vector<StepOp>& ops = graph.ops();
   std::vector<int64_t> work(ops.size());
@@ -54,7 +61,7 @@ WhatIfFinding Replay(const StepGraph& graph, const WhatIfScope& scope, const Wha
       const bool in = scope.kind == WhatIfScope::Kind::kAll ||
                       (scope.kind == WhatIfScope::Kind::kRank && op.rank == scope.index) ||
                       (scope.kind == WhatIfScope::Kind::kOpType && op.kind == scope.op_kind);
-      if (in) work[i] = medians.at({op.stage, op.op_id});
+      if (in) work[i] = medians.at(KeyOf(op));
     }
   }
   WhatIfFinding f;
@@ -64,7 +71,8 @@ WhatIfFinding Replay(const StepGraph& graph, const WhatIfScope& scope, const Wha
   f.replayed_s = static_cast<double>(unmodified_end_ns - graph.start_ns()) / 1e9;
   f.healthy_s = static_cast<double>(graph.Replay([&](int i) { return work[i]; }) - graph.start_ns()) / 1e9;
   if (f.healthy_s > 0) f.slowdown = f.replayed_s / f.healthy_s - 1;
-  if (f.replayed_s > 0 && ctx.iteration_time_s > 0) {
+  f.mfu_lost = std::numeric_limits<double>::quiet_NaN();  // unknown without FLOPs and peak
+  if (f.replayed_s > 0 && ctx.iteration_time_s > 0 && ctx.model_flops_per_step > 0 && ctx.peak_flops_per_gpu > 0) {
     const double healthy_iteration = ctx.iteration_time_s * f.healthy_s / f.replayed_s;
     f.mfu_lost = Mfu(ctx.model_flops_per_step, ctx.world_size, ctx.peak_flops_per_gpu, healthy_iteration) -
                  Mfu(ctx.model_flops_per_step, ctx.world_size, ctx.peak_flops_per_gpu, ctx.iteration_time_s);

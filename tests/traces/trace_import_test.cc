@@ -1,4 +1,4 @@
-// Imports: our Chrome export read back into the same trace; Megatron CSV timers mapped to events;
+// Imports: our Chrome export read back into the same trace; Megatron timer CSV mapped to events;
 // per-rank end order restored; format detection; errors that name the input.
 #include "traces/trace_import.h"
 
@@ -167,10 +167,10 @@ TEST(MegatronCsv, MapsTheColumnsAndOptypesToTraceEvents) {
       "scenario_name": "megatron run", "peak_flops_per_gpu": 1e15, "steps_completed": 1})";
   ASSERT_TRUE(WriteFileAtomically(meta, meta_text).ok());
   CollectSink got;
-  Result<ImportStats> stats = ImportMegatronCsv(csv, meta, &got);
+  Result<ImportStats> stats = ImportTimerTrace(csv, /*json_lines=*/false, meta, &got);
   ASSERT_TRUE(stats.ok()) << stats.status().message();
-  EXPECT_EQ(stats->events, 7);
-  EXPECT_EQ(stats->skipped, 1);  // embedding-grads-all-reduce: no mapping
+  EXPECT_EQ(stats->events, 8);   // every row, embedding-grads-all-reduce included
+  EXPECT_EQ(stats->skipped, 0);
   EXPECT_EQ(got.header.world_size(), 4);
   EXPECT_EQ(got.header.source(), "import");
   EXPECT_EQ(got.header.scenario_name(), "megatron run");
@@ -180,7 +180,7 @@ TEST(MegatronCsv, MapsTheColumnsAndOptypesToTraceEvents) {
 
   std::vector<TraceEvent> rank0, rank2;
   for (const TraceEvent& e : got.events) (e.rank() == 0 ? rank0 : rank2).push_back(e);
-  ASSERT_EQ(rank0.size(), 5u);
+  ASSERT_EQ(rank0.size(), 6u);
   ASSERT_EQ(rank2.size(), 2u);
   // Rank 0 in end order: AG ends 1 ms, F ends 11, send 11.5, RS 14, optimizer 15.
   EXPECT_EQ(rank0[0].kind(), DP_ALL_GATHER);
@@ -195,16 +195,21 @@ TEST(MegatronCsv, MapsTheColumnsAndOptypesToTraceEvents) {
   EXPECT_EQ(rank0[1].end_ns(), 11000000);
   EXPECT_EQ(rank0[2].kind(), PP_SEND);
   EXPECT_EQ(rank0[2].lane(), PP_SEND_LANE);
-  EXPECT_EQ(rank0[2].microbatch(), 0);
+  EXPECT_EQ(rank0[2].microbatch(), -1);      // a communication row pairs by its occurrence:
+  EXPECT_EQ(rank0[2].collective_seq(), 0u);  // the rank's first forward-send
   EXPECT_EQ(rank0[3].kind(), DP_REDUCE_SCATTER);
   EXPECT_EQ(rank0[3].collective_seq(), 1u);  // the rank's second DP collective of the step
   EXPECT_EQ(rank0[4].kind(), OPTIMIZER_STEP);
   EXPECT_EQ(rank0[4].phase(), OPTIMIZER);
+  EXPECT_EQ(rank0[5].name(), "embedding-grads-all-reduce");  // kept: a collective of the
+  EXPECT_EQ(rank0[5].kind(), OTHER_COLLECTIVE);              // first and last stage
+  EXPECT_EQ(rank0[5].group(), PP_GROUP);
   EXPECT_EQ(rank2[0].kind(), PP_RECV);
   EXPECT_EQ(rank2[0].stage(), 1);
   EXPECT_EQ(rank2[0].end_ns(), 11500000);
 
-  // Every analysis runs on it: the step ends with rank 2's forward at 21.5 ms.
+  // Every analysis runs on it: the step ends with rank 2's forward at 21.5 ms. (Rank 2 is the only
+  // rank recorded on stage 1, and its peer in the embedding all-reduce, on stage 0, is rank 0.)
   TraceInput input{csv, TraceFormat::kAuto, meta};
   Result<DiagnosisReport> r = DiagnoseInput(input);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -219,20 +224,20 @@ TEST(MegatronCsv, ErrorsNameTheFileTheLineAndTheRule) {
   ASSERT_TRUE(WriteFileAtomically(meta, R"({"dp": 2, "pp": 2, "tp": 1, "vpp": 1})").ok());
   CollectSink sink;
   ASSERT_TRUE(WriteFileAtomically(csv, "rank,step,optype\n0,0,optimizer\n").ok());
-  Result<ImportStats> r = ImportMegatronCsv(csv, meta, &sink);
+  Result<ImportStats> r = ImportTimerTrace(csv, false, meta, &sink);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no column \"dp_rank\""), std::string::npos) << r.status().message();
 
   // Rank 2 is on stage 1 in TP_DP_PP order; the row says stage 0.
   ASSERT_TRUE(WriteFileAtomically(csv, "dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc\n"
                                        "0,0,2,0,optimizer,0,1,0,0,0,0\n").ok());
-  r = ImportMegatronCsv(csv, meta, &sink);
+  r = ImportTimerTrace(csv, false, meta, &sink);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("line 2"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("rank_order"), std::string::npos) << r.status().message();
 
   ASSERT_TRUE(WriteFileAtomically(meta, R"({"dp": 2, "pp": 0, "tp": 1, "vpp": 1})").ok());
-  r = ImportMegatronCsv(csv, meta, &sink);
+  r = ImportTimerTrace(csv, false, meta, &sink);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("\"pp\" = 0"), std::string::npos) << r.status().message();
   std::remove(csv.c_str());

@@ -1,0 +1,361 @@
+#include "traces/straggler_analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+
+#include "planner/metrics.h"
+#include "traces/median.h"
+
+namespace megascale {
+namespace {
+
+constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
+
+bool Has(const std::vector<int>& ids, int x) { return std::find(ids.begin(), ids.end(), x) != ids.end(); }
+
+struct Mean {
+  double sum = 0;
+  int64_t count = 0;
+  void Add(double x) { sum += x, ++count; }
+  double Get() const { return count > 0 ? sum / count : 0; }
+};
+
+// The top `n` of `items` by `score`, largest first.
+std::vector<int> Top(std::vector<int> items, const std::vector<double>& score, size_t n) {
+  std::stable_sort(items.begin(), items.end(), [&](int a, int b) { return score[a] > score[b]; });
+  if (items.size() > n) items.resize(n);
+  return items;
+}
+
+}  // namespace
+
+StragglerAnalyzer::StragglerAnalyzer(StragglerInput input, StragglerOptions options)
+    : in_(std::move(input)), options_(options) {
+  ComputeIdeal();
+}
+
+void StragglerAnalyzer::ComputeIdeal() {
+  // Alone: mean duration per (type, occurrence); in a collective: mean transfer per type.
+  std::unordered_map<uint64_t, Mean> alone;
+  std::unordered_map<int, Mean> transfer;
+  auto key = [](const StepOp& op) { return static_cast<uint64_t>(op.type) << 32 | static_cast<uint32_t>(op.seq); };
+  for (const StepGraph& g : in_.steps) {
+    for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+      const StepOp& op = g.ops()[i];
+      (g.in_collective(i) ? transfer[op.type] : alone[key(op)]).Add(static_cast<double>(op.work_ns));
+    }
+  }
+  ideal_.resize(in_.steps.size());
+  partner_.resize(in_.steps.size());
+  for (size_t k = 0; k < in_.steps.size(); ++k) {
+    const StepGraph& g = in_.steps[k];
+    const int n = static_cast<int>(g.ops().size());
+    ideal_[k].resize(n);
+    partner_[k].assign(n, -1);
+    for (int i = 0; i < n; ++i) {
+      const StepOp& op = g.ops()[i];
+      ideal_[k][i] = std::llround(g.in_collective(i) ? transfer[op.type].Get() : alone[key(op)].Get());
+      if (!g.in_collective(i) || (op.kind != PP_SEND && op.kind != PP_RECV)) continue;
+      const std::vector<int>& pair = g.members(op.inst);
+      if (pair.size() == 2) partner_[k][i] = WorkerOf(g.ops()[pair[0] == i ? pair[1] : pair[0]]);
+    }
+  }
+}
+
+bool StragglerAnalyzer::InScope(const Scope& s, int k, int i) const {
+  const StepOp& op = in_.steps[k].ops()[i];
+  const int w = WorkerOf(op), partner = partner_[k][i];
+  auto worker_in = [&] { return Has(s.ids, w) || (partner >= 0 && Has(s.ids, partner)); };
+  switch (s.kind) {
+    case Scope::kNoDelay: return true;
+    case Scope::kIdeal: return false;
+    case Scope::kType: return Has(s.ids, op.type);
+    case Scope::kWorker: return worker_in();
+    case Scope::kDp: return Has(s.ids, op.dp);
+    case Scope::kStage: return Has(s.ids, op.stage);
+    case Scope::kFixWorkers: return !worker_in();
+    case Scope::kFixStage: return !Has(s.ids, op.stage);
+    case Scope::kWorkerCompute: return Has(s.ids, w) && !in_.steps[k].in_collective(i);
+    case Scope::kWorkerTransfer: return in_.steps[k].in_collective(i) && worker_in();
+  }
+  return false;
+}
+
+std::vector<double> StragglerAnalyzer::MeanSpans(const std::vector<Scope>& scopes,
+                                                std::vector<std::vector<double>>* per_step) const {
+  const int steps = static_cast<int>(in_.steps.size());
+  const int items = steps * static_cast<int>(scopes.size());
+  const int threads = std::max(1, std::min(options_.threads, items));
+  std::vector<std::vector<double>> spans(scopes.size(), std::vector<double>(steps, 0));
+  auto work = [&](int t) {
+    std::vector<int64_t> w;
+    for (int item = t; item < items; item += threads) {
+      const int k = item % steps, s = item / steps;
+      const StepGraph& g = in_.steps[k];
+      w.resize(g.ops().size());
+      for (int i = 0; i < static_cast<int>(w.size()); ++i) {
+        w[i] = InScope(scopes[s], k, i) ? g.ops()[i].work_ns : ideal_[k][i];
+      }
+      spans[s][k] = static_cast<double>(g.Span(w, /*keep_delays=*/false));  // one writer per item
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < threads; ++t) helpers.emplace_back(work, t);
+  work(0);
+  for (std::thread& h : helpers) h.join();
+  std::vector<double> mean(scopes.size(), 0);
+  for (size_t s = 0; s < scopes.size(); ++s) {
+    for (double x : spans[s]) mean[s] += x / steps;
+  }
+  if (per_step) *per_step = std::move(spans);
+  return mean;
+}
+
+void StragglerAnalyzer::IdealTimes(int k, std::vector<int64_t>* starts, std::vector<int64_t>* ends) const {
+  in_.steps[k].ReplayWork(ideal_[k], /*keep_delays=*/false, starts, ends);
+}
+
+StragglerAnalysis StragglerAnalyzer::Run() {
+  StragglerAnalysis a;
+  const int steps = static_cast<int>(in_.steps.size());
+  if (steps == 0) {
+    a.skipped = "no completed step to analyse";
+    return a;
+  }
+  a.ran = true;
+  const int workers = in_.dp * in_.pp;
+  std::vector<double> worker_excess(workers, 0), dp_excess(in_.dp, 0);
+  std::vector<bool> seen_worker(workers, false), seen_dp(in_.dp, false);
+  std::set<int> types, stages;
+  for (int k = 0; k < steps; ++k) {
+    const std::vector<StepOp>& ops = in_.steps[k].ops();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const int w = WorkerOf(ops[i]);
+      if (w < 0 || w >= workers) continue;
+      const double excess = std::max<double>(0, static_cast<double>(ops[i].work_ns - ideal_[k][i])) / 1e9 / steps;
+      worker_excess[w] += excess;
+      dp_excess[ops[i].dp] += excess;
+      seen_worker[w] = seen_dp[ops[i].dp] = true;
+      types.insert(ops[i].type);
+      stages.insert(ops[i].stage);
+    }
+  }
+  std::vector<int> all_workers, all_dps;
+  for (int w = 0; w < workers; ++w) {
+    if (seen_worker[w]) all_workers.push_back(w);
+  }
+  for (int d = 0; d < in_.dp; ++d) {
+    if (seen_dp[d]) all_dps.push_back(d);
+  }
+  a.workers = static_cast<int>(all_workers.size());
+  auto candidates = [&](const std::vector<int>& all, const std::vector<double>& excess) {
+    return static_cast<int>(all.size()) <= options_.max_replayed
+               ? all
+               : Top(all, excess, static_cast<size_t>(options_.candidates));
+  };
+  const std::vector<int> replayed_workers = candidates(all_workers, worker_excess);
+  const std::vector<int> replayed_dps = candidates(all_dps, dp_excess);
+
+  // Phase 1: S and its attribution.
+  std::vector<Scope> scopes = {{Scope::kNoDelay, {}}, {Scope::kIdeal, {}}};
+  const size_t first_type = scopes.size();
+  for (int t : types) scopes.push_back({Scope::kType, {t}});
+  const size_t first_stage = scopes.size();
+  for (int s : stages) scopes.push_back({Scope::kStage, {s}});
+  const size_t first_dp = scopes.size();
+  for (int d : replayed_dps) scopes.push_back({Scope::kDp, {d}});
+  const size_t first_worker = scopes.size();
+  for (int w : replayed_workers) scopes.push_back({Scope::kWorker, {w}});
+  std::vector<std::vector<double>> per_step;
+  const std::vector<double> span = MeanSpans(scopes, &per_step);
+  const double nodelay = span[0], ideal = span[1];
+  auto ratio = [&](double t) { return ideal > 0 ? t / ideal : kUnknown; };
+  double trace_span = 0;
+  for (int k = 0; k < steps; ++k) trace_span += static_cast<double>(in_.steps[k].end_ns() - in_.steps[k].start_ns()) / steps;
+  a.t_s = trace_span / 1e9;
+  a.t_nodelay_s = nodelay / 1e9;
+  a.t_ideal_s = ideal / 1e9;
+  a.slowdown = ratio(nodelay);
+  a.launch_slowdown = nodelay > 0 ? trace_span / nodelay : kUnknown;
+  for (int k = 0; k < steps; ++k) {
+    const StepGraph& g = in_.steps[k];
+    a.steps.push_back({k < static_cast<int>(in_.step_ids.size()) ? in_.step_ids[k] : k,
+                       static_cast<double>(g.end_ns() - g.start_ns()) / 1e9, per_step[0][k] / 1e9,
+                       per_step[1][k] / 1e9});
+  }
+  {
+    size_t s = first_type;
+    for (int t : types) a.by_optype.emplace_back(in_.types ? in_.types->Name(t) : std::to_string(t), ratio(span[s++]));
+    std::stable_sort(a.by_optype.begin(), a.by_optype.end(),
+                     [](const auto& x, const auto& y) { return x.second > y.second; });
+    s = first_stage;
+    for (int st : stages) a.by_stage.emplace_back(st, ratio(span[s++]));
+    s = first_dp;
+    for (int d : replayed_dps) a.by_dp.emplace_back(d, ratio(span[s++]));
+    std::stable_sort(a.by_dp.begin(), a.by_dp.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  }
+  std::vector<double> worker_s(workers, kUnknown);
+  for (size_t j = 0; j < replayed_workers.size(); ++j) worker_s[replayed_workers[j]] = ratio(span[first_worker + j]);
+  for (int w : all_workers) {
+    a.by_worker.push_back({w / in_.pp, w % in_.pp, worker_s[w], worker_excess[w], !std::isnan(worker_s[w])});
+  }
+  std::stable_sort(a.by_worker.begin(), a.by_worker.end(), [](const WorkerSlowdown& x, const WorkerSlowdown& y) {
+    if (x.replayed != y.replayed) return x.replayed;
+    return x.replayed ? x.slowdown > y.slowdown : x.excess_s > y.excess_s;
+  });
+
+  // Phase 2: M_W (the top 3% of workers made ideal) and M_S (the last stage).
+  std::vector<double> by_s(workers, -1);
+  for (int w : replayed_workers) by_s[w] = worker_s[w];
+  const size_t fix_count =
+      std::max<size_t>(1, static_cast<size_t>(std::ceil(options_.top_worker_share * a.workers - 1e-9)));
+  const std::vector<int> fixed = Top(replayed_workers, by_s, fix_count);
+  for (int w : fixed) a.fixed_workers.emplace_back(w / in_.pp, w % in_.pp);
+  const int last_stage = stages.empty() ? 0 : *stages.rbegin();
+  const std::vector<double> fix = MeanSpans({{Scope::kFixWorkers, fixed}, {Scope::kFixStage, {last_stage}}});
+  const double loss_ns = nodelay - ideal;
+  auto explained = [&](double t_fixed) { return loss_ns > 0 ? (nodelay - t_fixed) / loss_ns : kUnknown; };
+  a.m_w = explained(fix[0]);
+  a.m_s = explained(fix[1]);
+
+  // Sequence-length imbalance: one op's compute across the micro-batches of a worker's step.
+  {
+    double weighted = 0;
+    int64_t ops = 0;
+    for (const StepGraph& g : in_.steps) {
+      // One op of the program, across micro-batches: (rank, type, its occurrence within its
+      // micro-batch) -> durations (ops come by rank, then start).
+      std::map<std::tuple<int, int, int>, std::vector<double>> groups;
+      std::map<std::tuple<int, int, int>, int> within;  // (rank, type, micro-batch) -> ops so far
+      for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+        const StepOp& op = g.ops()[i];
+        if (op.lane == COMPUTE && op.microbatch >= 0 && !g.in_collective(i)) {
+          const int nth = within[{op.rank, op.type, op.microbatch}]++;
+          groups[{op.rank, op.type, nth}].push_back(static_cast<double>(op.work_ns));
+        }
+      }
+      for (const auto& [key, v] : groups) {
+        if (v.size() < 3) continue;
+        // Robust (1.4826 x the median absolute deviation over the median): one odd micro-batch
+        // (the first one's warm-up, a prefetch it overlaps) is not a spread of lengths.
+        const double median = Median(v);
+        std::vector<double> dev;
+        for (double x : v) dev.push_back(std::fabs(x - median));
+        if (median <= 0) continue;
+        weighted += 1.4826 * Median(dev) / median * v.size();
+        ops += static_cast<int64_t>(v.size());
+      }
+    }
+    a.sequence_cv = ops > 0 ? weighted / ops : kUnknown;
+  }
+
+  const bool flops_known = in_.model_flops_per_step > 0 && in_.peak_flops_per_gpu > 0 && in_.world_size > 0;
+  a.mfu_ideal = flops_known && ideal > 0
+                    ? Mfu(in_.model_flops_per_step, in_.world_size, in_.peak_flops_per_gpu, ideal / 1e9)
+                    : kUnknown;
+  auto mfu_lost = [&](double s) { return flops_known && s > 0 ? (1 - 1 / s) * a.mfu_ideal : kUnknown; };
+
+  // Unmatched communication, reported with where it is.
+  for (int k = 0; k < steps; ++k) {
+    const StepGraph& g = in_.steps[k];
+    a.unmatched += static_cast<int>(g.unmatched().size());
+    for (int i : g.unmatched()) {
+      if (a.unmatched_examples.size() >= 5) break;
+      const StepOp& op = g.ops()[i];
+      a.unmatched_examples.push_back("step " + std::to_string(a.steps[k].step) + " rank " + std::to_string(op.rank) +
+                                     " (dp " + std::to_string(op.dp) + ", stage " + std::to_string(op.stage) + ") " +
+                                     (in_.types ? in_.types->Name(op.type) : std::to_string(op.type)) + " #" +
+                                     std::to_string(op.seq));
+    }
+  }
+
+  std::stable_sort(a.steps.begin(), a.steps.end(),
+                   [](const StepSlowdown& x, const StepSlowdown& y) { return x.step < y.step; });
+
+  // Findings.
+  if (!(a.slowdown - 1 >= options_.min_slowdown)) return a;
+  if (a.m_w >= options_.explained) {
+    // Name workers one by one, each only if making it ideal (beyond those named before it)
+    // recovers its share of the loss.
+    std::vector<int> named, pool = Top(replayed_workers, by_s, std::max<size_t>(fix_count, 4));
+    double t_named = nodelay;
+    for (int w : pool) {
+      std::vector<int> with = named;
+      with.push_back(w);
+      const double t = MeanSpans({{Scope::kFixWorkers, with}})[0];
+      if ((t_named - t) >= options_.culprit_share * loss_ns) {
+        named = with;
+        t_named = t;
+      }
+    }
+    for (int w : named) {
+      const std::vector<double> parts = MeanSpans({{Scope::kWorkerCompute, {w}}, {Scope::kWorkerTransfer, {w}}});
+      StragglerCause c;
+      const bool link = parts[1] - ideal > parts[0] - ideal;
+      c.kind = link ? "slow_link" : "worker";
+      c.dp = w / in_.pp;
+      c.stage = w % in_.pp;
+      c.slowdown = worker_s[w];
+      c.m = a.m_w;
+      c.mfu_lost = mfu_lost(c.slowdown);
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "worker (dp %d, stage %d) alone: S_w = %.3f (its compute %.3f, its transfers %.3f); making "
+                    "the top %zu worker(s) ideal recovers M_W = %.0f%% of the loss",
+                    c.dp, c.stage, c.slowdown, ratio(parts[0]), ratio(parts[1]), fixed.size(), 100 * a.m_w);
+      c.evidence = buf;
+      a.findings.push_back(c);
+    }
+  }
+  if (a.findings.empty() && a.m_s >= options_.explained) {
+    StragglerCause c;
+    c.kind = "stage_imbalance";
+    c.stage = last_stage;
+    for (const auto& [st, s] : a.by_stage) {
+      if (st == last_stage) c.slowdown = s;
+    }
+    c.m = a.m_s;
+    c.mfu_lost = mfu_lost(c.slowdown);
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "the last stage (%d) alone: S = %.3f; making it ideal recovers M_S = %.0f%% of the loss, making "
+                  "the top worker(s) ideal only M_W = %.0f%%",
+                  last_stage, c.slowdown, 100 * a.m_s, 100 * a.m_w);
+    c.evidence = buf;
+    a.findings.push_back(c);
+  }
+  if (a.findings.empty()) {
+    StragglerCause c;
+    char buf[320];
+    if (a.sequence_cv >= options_.sequence_cv) {
+      c.kind = "sequence_imbalance";
+      c.slowdown = a.slowdown;
+      c.m = kUnknown;
+      std::snprintf(buf, sizeof buf,
+                    "one op's compute varies by %.1f%% (coefficient of variation) across the micro-batches of a "
+                    "worker's step; no worker (M_W = %.0f%%) nor the last stage (M_S = %.0f%%) explains the loss",
+                    100 * a.sequence_cv, 100 * a.m_w, 100 * a.m_s);
+    } else {
+      c.kind = "op_type";
+      c.optype = a.by_optype.empty() ? "" : a.by_optype[0].first;
+      c.slowdown = a.by_optype.empty() ? kUnknown : a.by_optype[0].second;
+      c.m = loss_ns > 0 ? (c.slowdown - 1) / (a.slowdown - 1) : kUnknown;
+      std::snprintf(buf, sizeof buf,
+                    "op type %s alone: S_t = %.3f, %.0f%% of the loss; no worker (M_W = %.0f%%) nor the last stage "
+                    "(M_S = %.0f%%) explains it",
+                    c.optype.c_str(), c.slowdown, 100 * c.m, 100 * a.m_w, 100 * a.m_s);
+    }
+    c.mfu_lost = mfu_lost(c.slowdown);
+    c.evidence = buf;
+    a.findings.push_back(c);
+  }
+  return a;
+}
+
+}  // namespace megascale
