@@ -74,7 +74,7 @@ void SlowLinkLocator::OnDp(const TraceEvent& e, int stage) {
   // The DP groups of a stage's TP indices are released together: TP peers post in lockstep (the
   // simulator's actors do, and so do real ranks that synchronize every layer), so a member's trace
   // start (when it was ready) can be earlier than when its group posted.
-  const auto key = std::make_tuple(e.step(), static_cast<int>(e.collective_seq()), stage);
+  const auto key = std::make_tuple(e.step(), static_cast<int>(e.collective_seq()), stage, static_cast<int>(e.kind()));
   DpInstance& inst = dp_open_[key];
   inst.members.push_back({e.rank(), e.start_ns(), e.end_ns()});
   if (static_cast<int>(inst.members.size()) < dp_ * tp_) return;

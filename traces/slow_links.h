@@ -66,7 +66,7 @@ class SlowLinkLocator {
 
   const RankLayout* layout_;
   int pp_, vp_, dp_;
-  std::map<std::tuple<int, int, int>, DpInstance> dp_open_;           // (step, seq, stage)
+  std::map<std::tuple<int, int, int, int>, DpInstance> dp_open_;      // (step, seq, stage, kind)
   std::vector<std::vector<float>> dp_transfer_s_;                     // [rank][step], summed
   std::unordered_map<uint64_t, PpPair> pp_open_;                      // by pair key
   std::map<std::pair<int, int>, float> pp_min_s_;                     // (src, dst) -> fastest

@@ -6,13 +6,12 @@
 //  * steps are renumbered 0..n-1 in the order of their numbers (TraceHeader.step_ids keeps them);
 //    when the steps are sparse or each has its own clock, each step is moved to begin where the
 //    previous one ended, so that a step's time is its own span and no step in between is invented;
-//  * a pipeline send or receive gets, as collective_seq, its rank in start order among the valid
-//    ops of its type on its rank in the step: the k-th forward-send of stage s meets the k-th
-//    forward-recv of stage s+1 (pp_pair.h). Rows a profiler records outside the compute they
-//    belong to (a receive that starts after the last compute of its phase began, a send that ends
-//    before the first one ended: ops that were never launched) stay in the trace, unmatched;
-//  * a DP collective's collective_seq counts the rank's DP collectives in the step (the k-th of
-//    the group); any other collective counts its own op type;
+//  * a communication op gets, as collective_seq, its index among the ops of its type on its rank
+//    in the step (its seq_id, else its rank in start order): the k-th forward-send of stage s
+//    meets the k-th forward-recv of stage s+1 (pp_pair.h), the k-th grads-reduce-scatter of a
+//    DP group its peers'. Pipeline rows a profiler records outside the compute they belong to (a
+//    receive that starts after the last compute of its phase began, a send that ends before the
+//    first one ended: ops that were never launched) stay in the trace, unmatched, and do not count;
 //  * op_id is the op's position in its rank's step, in start order (its place in the program).
 #include <algorithm>
 #include <cmath>
@@ -137,12 +136,15 @@ Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, c
       first_end[ph] = std::min(first_end[ph], end_ns[i]);
       last_start[ph] = std::max(last_start[ph], start_ns[i]);
     }
-    std::map<int32_t, uint32_t> per_type;
-    uint32_t dp_count = 0;
+    // The k-th op of a type: the row's own seq_id when it has one (a row missing from the trace
+    // then leaves a gap instead of shifting every later pair), less the no-ops before it; else
+    // its rank in start order.
+    std::map<int32_t, uint32_t> per_type, no_ops_before;
     for (size_t k = b; k < e; ++k) {
       const size_t i = order[k];
       const TimerOpType& t = types[rows[i].optype];
       op_id[i] = static_cast<uint32_t>(k - b);
+      const uint32_t nth = per_type[rows[i].optype]++;
       if (t.p2p) {
         const int ph = t.phase == BACKWARD;
         const bool has_compute = first_end[ph] != INT64_MAX;
@@ -150,10 +152,12 @@ Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, c
                                                      : end_ns[i] < first_end[ph] - kNoOpSlackNs);
         if (no_op[i]) {
           ++no_ops;
+          ++no_ops_before[rows[i].optype];
           continue;
         }
       }
-      seq[i] = t.group == DP_GROUP ? dp_count++ : per_type[rows[i].optype]++;
+      const uint32_t given = rows[i].seq_id >= 0 ? static_cast<uint32_t>(rows[i].seq_id) : nth;
+      seq[i] = given - std::min(given, no_ops_before[rows[i].optype]);
     }
     b = e;
   }

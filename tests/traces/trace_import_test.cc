@@ -152,13 +152,13 @@ TEST(ChromeImport, InvalidJsonNamesThePath) {
 constexpr const char* kCsv =
     "dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc\n"
     "0,0,0,0,params-all-gather,0.000,0.001,0,0,,0\n"
-    "0,0,0,0,forward-compute,0.001,0.010,1,0,0,0\n"
+    "0,0,0,0,forward-compute,0.001,0.010,0,0,0,0\n"
     "0,1,2,0,forward-recv,0.001,0.0105,0,0,0,1\n"
-    "0,0,0,0,forward-send,0.011,0.0005,2,0,0,0\n"
-    "0,1,2,0,forward-compute,0.0115,0.010,1,0,0,1\n"
-    "0,0,0,0,grads-reduce-scatter,0.012,0.002,3,0,,0\n"
-    "0,0,0,0,optimizer,0.014,0.001,4,0,,0\n"
-    "0,0,0,0,embedding-grads-all-reduce,0.015,0.001,5,0,,0\n";
+    "0,0,0,0,forward-send,0.011,0.0005,0,0,0,0\n"
+    "0,1,2,0,forward-compute,0.0115,0.010,0,0,0,1\n"
+    "0,0,0,0,grads-reduce-scatter,0.012,0.002,0,0,,0\n"
+    "0,0,0,0,optimizer,0.014,0.001,0,0,,0\n"
+    "0,0,0,0,embedding-grads-all-reduce,0.015,0.001,0,0,,0\n";
 
 TEST(MegatronCsv, MapsTheColumnsAndOptypesToTraceEvents) {
   const std::string csv = TempPath("m.csv"), meta = TempPath("m.json");
@@ -198,7 +198,7 @@ TEST(MegatronCsv, MapsTheColumnsAndOptypesToTraceEvents) {
   EXPECT_EQ(rank0[2].microbatch(), -1);      // a communication row pairs by its occurrence:
   EXPECT_EQ(rank0[2].collective_seq(), 0u);  // the rank's first forward-send
   EXPECT_EQ(rank0[3].kind(), DP_REDUCE_SCATTER);
-  EXPECT_EQ(rank0[3].collective_seq(), 1u);  // the rank's second DP collective of the step
+  EXPECT_EQ(rank0[3].collective_seq(), 0u);  // its type's first in the step (seq_id)
   EXPECT_EQ(rank0[4].kind(), OPTIMIZER_STEP);
   EXPECT_EQ(rank0[4].phase(), OPTIMIZER);
   EXPECT_EQ(rank0[5].name(), "embedding-grads-all-reduce");  // kept: a collective of the
