@@ -84,6 +84,7 @@ int Main(int argc, char** argv) {
                        "Write the slowest analysed step here as Chrome/Perfetto JSON: every rank as it ran "
                        "and in the straggler analysis's ideal replay, side by side");
   diag_cmd->add_flag("--json", diag.json, "Print the findings as one JSON object");
+  diag_cmd->add_flag("-q,--quiet", diag.quiet, "No progress lines on stderr (printed for phases of a second or more)");
   diag_cmd->add_option("--straggler-threshold", diag.straggler_threshold,
                        "Compute slowdown against stage peers that marks a straggler, in [0, 10]")
       ->default_val("0.02");

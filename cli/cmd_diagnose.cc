@@ -62,6 +62,7 @@ Status RunDiagnose(const DiagnoseArgs& args) {
   input.path = args.trace;
   MS_ASSIGN_OR_RETURN(input.format, ParseTraceFormat(args.format));
   input.meta_path = args.meta;
+  if (!args.quiet) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   MS_RETURN_IF_ERROR(CheckReadable("trace", args.trace));
   if (!args.meta.empty()) MS_RETURN_IF_ERROR(CheckReadable("--meta", args.meta));
   if (!args.html.empty()) MS_RETURN_IF_ERROR(CheckWritable("--html", args.html));

@@ -1,6 +1,8 @@
 #include "traces/diagnose_input.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -11,25 +13,48 @@
 namespace megascale {
 namespace {
 
-// Keeps the header and the events of the chosen steps.
+// Keeps the header and the events of the chosen steps, reduced to what a step graph needs.
 class StepCollector : public TraceSink {
  public:
-  explicit StepCollector(const std::vector<int>& steps) {
+  StepCollector(const std::vector<int>& steps, OpTypeIndex* types) : types_(types) {
     for (size_t i = 0; i < steps.size(); ++i) slot_[steps[i]] = static_cast<int>(i);
     events.resize(steps.size());
   }
   void OnHeader(const TraceHeader& h) override { header = h; }
   void OnEvent(const TraceEvent& e) override {
     auto it = slot_.find(e.step());
-    if (it != slot_.end()) events[it->second].push_back(e);
+    if (it != slot_.end()) events[it->second].push_back(ToStepEvent(e, types_));
   }
   void OnStatus(const RankStatus&) override {}
   void OnEnd(const RunEnd&) override {}
+  bool WantsStep(int step) const override { return slot_.count(step) > 0; }
+  bool FiltersSteps() const override { return true; }
   TraceHeader header;
-  std::vector<std::vector<TraceEvent>> events;  // by the order of the steps asked for
+  std::vector<std::vector<StepEvent>> events;  // by the order of the steps asked for
 
  private:
+  OpTypeIndex* types_;
   std::map<int, int> slot_;
+};
+
+// Reports each phase that took a second or more to options.progress.
+class PhaseClock {
+ public:
+  explicit PhaseClock(const std::function<void(const std::string&)>& out) : out_(out) {}
+  void Done(const std::string& what) {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    if (out_ && s >= 1.0) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, " in %.1f s", s);
+      out_("[diagnose] " + what + buf);
+    }
+  }
+
+ private:
+  const std::function<void(const std::string&)>& out_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
 // A step's number in the trace (a timer trace's sampled steps keep theirs).
@@ -75,9 +100,14 @@ std::vector<std::pair<int, std::string>> TimelineRanks(const DiagnosisReport& r,
 }  // namespace
 
 Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnosisOptions& options) {
+  PhaseClock clock(options.progress);
   DiagnosisEngine engine(options.diagnosis);
   MS_ASSIGN_OR_RETURN(ImportStats stats, ReplayInput(input, &engine));
   DiagnosisReport report = engine.Finish();
+  int64_t events = 0;
+  for (int64_t e : report.step_events) events += e;
+  clock.Done("read and analysed " + std::to_string(events) + " events of " + std::to_string(report.world_size) +
+             " ranks");
   report.notes.insert(report.notes.end(), stats.notes.begin(), stats.notes.end());
   if (stats.skipped > 0) {
     report.notes.push_back(std::to_string(stats.skipped) + " record(s) of the input map to no trace "
@@ -116,13 +146,14 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
     steps.push_back(k);
     held += report.step_events[k];
   }
-  StepCollector collector(steps);
-  MS_RETURN_IF_ERROR(ReplayInput(input, &collector).status());
   OpTypeIndex types;
+  StepCollector collector(steps, &types);
+  MS_RETURN_IF_ERROR(ReplayInput(input, &collector).status());
+  clock.Done("collected " + std::to_string(held) + " events of " + std::to_string(steps.size()) + " step(s)");
   StragglerInput analysis_input;
   std::vector<int> graph_step;  // the dense step of each graph
   for (size_t j = 0; j < steps.size(); ++j) {
-    Result<StepGraph> built = StepGraph::Build(std::move(collector.events[j]), collector.header, &types);
+    Result<StepGraph> built = StepGraph::Build(std::move(collector.events[j]), collector.header);
     collector.events[j] = {};
     if (!built.ok()) {
       // The replays are extras: a step whose events do not form a replayable graph (zero-length
@@ -145,6 +176,7 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
                            std::to_string(options.max_analysis_events) + " events held)");
   }
   const StepGraph& graph = analysis_input.steps[0];
+  clock.Done("built " + std::to_string(analysis_input.steps.size()) + " step graph(s)");
 
   WhatIfContext ctx;
   ctx.step = step;
@@ -160,6 +192,7 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   if (report.slow_link && report.slow_link->rank >= 0) ranks.push_back(report.slow_link->rank);
   if (!report.waiting.empty()) ranks.push_back(report.waiting[0].rank);
   report.what_if = RunWhatIfs(graph, ranks, ctx);
+  clock.Done("replayed " + std::to_string(report.what_if.size()) + " what-if scopes");
 
   StepTimeline timeline;
   timeline.step = step;
@@ -191,6 +224,7 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   analysis_input.world_size = report.world_size;
   StragglerAnalyzer analyzer(std::move(analysis_input), options.straggler);
   report.straggler_analysis = analyzer.Run();
+  clock.Done("straggler what-if over " + std::to_string(report.straggler_analysis.steps.size()) + " step(s)");
   if (report.straggler_analysis.unmatched > 0) {
     std::string where;
     for (const std::string& x : report.straggler_analysis.unmatched_examples) where += (where.empty() ? "" : "; ") + x;

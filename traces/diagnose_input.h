@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "base/status.h"
 #include "traces/diagnosis.h"
@@ -28,6 +30,9 @@ struct FullDiagnosisOptions {
   StragglerOptions straggler;
   // Keep the slowest analysed step's ideal timeline (report.ideal_timeline) for a Perfetto export.
   bool keep_ideal_timeline = false;
+  // Told, after each phase that took a second or more, what it did and how long it took ("read
+  // 29,736,960 events in 10.4 s"); null: silent.
+  std::function<void(const std::string&)> progress;
   // Ranks shown in the timeline: the culprit, a healthy peer, a waiting rank, ...
   int timeline_ranks = 4;
 };

@@ -157,7 +157,6 @@ std::string ReportToText(const DiagnosisReport& report);
 // The heat map as CSV: "step,rank,dp,pp,tp,compute_s", one line per recorded rank and completed
 // step.
 std::string HeatMapToCsv(const DiagnosisReport& report);
-// A figure printed with `fmt` ("%.1f%%"), or "n/a" when the trace cannot tell it (NaN).
-std::string Figure(const char* fmt, double value);
+
 
 }  // namespace megascale

@@ -99,6 +99,7 @@ struct StepSlowdown {
 struct StragglerAnalysis {
   bool ran = false;
   std::string skipped;            // why it did not run
+  std::string note;               // what it left out (workers not replayed at scale)
   std::vector<StepSlowdown> steps;
   int workers = 0;                // workers recorded
   double t_s = 0;                 // mean over the steps used

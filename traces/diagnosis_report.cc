@@ -6,6 +6,7 @@
 
 #include "planner/layout.h"
 #include "traces/diagnosis.h"
+#include "traces/format.h"
 #include "traces/rank_view.h"
 #include "traces/straggler_report.h"
 
@@ -21,17 +22,6 @@ nlohmann::json FindingJson(const RankFinding& f) {
           {"threshold", f.threshold}};
 }
 
-std::string Format(const char* fmt, double a, double b = 0, double c = 0, double d = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, fmt, a, b, c, d);
-  return buf;
-}
-
-}  // namespace
-
-std::string Figure(const char* fmt, double value) { return std::isnan(value) ? "n/a" : Format(fmt, value); }
-
-namespace {
 
 nlohmann::json HeatMapSummary(const HeatMap& m) {
   float lo = 0, hi = 0;
@@ -170,13 +160,13 @@ std::string ReportToText(const DiagnosisReport& r) {
     out += std::to_string(r.recorded_ranks) + " of them recorded (the others are absent from the trace, not idle)\n";
   }
   if (r.steps_completed > 0) {
-    out += Format("step time %.4g s, MFU ", r.iteration_time_s) + Figure("%.1f%%", 100 * r.mfu) + " (HFU " +
+    out += Fmt("step time %.4g s, MFU ", r.iteration_time_s) + Figure("%.1f%%", 100 * r.mfu) + " (HFU " +
            Figure("%.1f%%", 100 * r.hfu) + "), " + Figure("%.1f", r.tflops_per_gpu) + " TFLOP/s per GPU, " +
            Figure("%.4g", r.tokens_per_s) + " tokens/s\n";
     const Breakdown& b = r.breakdown;
     const double total = b.compute_s + b.exposed_comm_s + b.bubble_s;
     if (total > 0) {
-      out += Format("breakdown: compute %.1f%%, exposed communication %.1f%%, pipeline bubble %.1f%%\n",
+      out += Fmt("breakdown: compute %.1f%%, exposed communication %.1f%%, pipeline bubble %.1f%%\n",
                     100 * b.compute_s / total, 100 * b.exposed_comm_s / total,
                     100 * b.bubble_s / total);
     }
@@ -188,7 +178,7 @@ std::string ReportToText(const DiagnosisReport& r) {
     for (size_t i = 0; i < r.stragglers.size() && i < 5; ++i) {
       const RankFinding& f = r.stragglers[i];
       out += " rank " + std::to_string(f.rank) + " (stage " + std::to_string(f.stage) + ") " +
-             Format("+%.1f%%", 100 * f.slowdown) + (i + 1 < r.stragglers.size() ? "," : "");
+             Fmt("+%.1f%%", 100 * f.slowdown) + (i + 1 < r.stragglers.size() ? "," : "");
     }
     if (r.stragglers.size() > 5) out += " and " + std::to_string(r.stragglers.size() - 5) + " more";
     out += " compute vs their stage's median\n";
@@ -196,7 +186,7 @@ std::string ReportToText(const DiagnosisReport& r) {
   if (r.waiting_count > 0) {
     out += "waiting: " + std::to_string(r.waiting_count) + " rank(s) compute at their peers' pace but wait longer";
     if (!r.waiting.empty()) {
-      out += Format(" (most: rank %.0f, +%.3g s per step)", r.waiting[0].rank,
+      out += Fmt(" (most: rank %.0f, +%.3g s per step)", r.waiting[0].rank,
                     r.waiting[0].wait_s - r.waiting[0].peer_median_wait_s);
     }
     out += "\n";
@@ -207,7 +197,7 @@ std::string ReportToText(const DiagnosisReport& r) {
            " (" + r.slow_link->evidence + ")\n";
   }
   if (r.drift.drifting) {
-    out += Format("drift: launch skew grows %.3g ms per step (last step %.3g ms; latest rank %.0f)\n",
+    out += Fmt("drift: launch skew grows %.3g ms per step (last step %.3g ms; latest rank %.0f)\n",
                   1e3 * r.drift.slope_s_per_step, 1e3 * r.drift.skew_s.back(), r.drift.latest_rank);
   }
   if (r.hang) {
@@ -217,7 +207,7 @@ std::string ReportToText(const DiagnosisReport& r) {
   for (size_t i = 0; i < r.what_if.size() && i < 3; ++i) {
     const WhatIfFinding& w = r.what_if[i];
     if (w.slowdown <= 0) break;
-    out += "what-if " + w.scope + Format(" healthy: step %.4g s -> %.4g s, S = %.2f%%, MFU ", w.replayed_s,
+    out += "what-if " + w.scope + Fmt(" healthy: step %.4g s -> %.4g s, S = %.2f%%, MFU ", w.replayed_s,
                                           w.healthy_s, 100 * w.slowdown) +
            Figure("+%.2f points", 100 * w.mfu_lost) + "\n";
   }
@@ -226,7 +216,7 @@ std::string ReportToText(const DiagnosisReport& r) {
   for (const std::string& note : r.notes) out += "note: " + note + "\n";
   if (r.failure) {
     out += "failure: rank " + std::to_string(r.failure->rank) +
-           Format(", last sign of life %.3f s, detected %.3f s", r.failure->time_s,
+           Fmt(", last sign of life %.3f s, detected %.3f s", r.failure->time_s,
                   r.failure->detected_s) +
            " (" + r.failure->evidence + ")\n";
   }

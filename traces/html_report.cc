@@ -9,30 +9,13 @@
 #include "base/atomic_file.h"
 #include "planner/layout.h"
 #include "traces/event_name.h"
+#include "traces/format.h"
 #include "traces/rank_view.h"
+#include "traces/straggler_html.h"
 
 namespace megascale {
 namespace {
 
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string F(const char* fmt, double a, double b = 0, double c = 0, double d = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, fmt, a, b, c, d);
-  return buf;
-}
 
 const char* LaneColor(int lane) {
   switch (lane) {
@@ -69,15 +52,15 @@ std::string BreakdownSvg(const Breakdown& b) {
   const char* colors[] = {"#4e79a7", "#e15759", "#bab0ac"};
   for (int i = 0; i < 3; ++i) {
     const double w = width * parts[i].second / total;
-    svg += F("<rect x=\"%.1f\" y=\"10\" width=\"%.1f\" height=\"28\" fill=\"", x, w) + colors[i] +
-           "\"><title>" + parts[i].first + F(" %.4g s</title></rect>", parts[i].second);
+    svg += Fmt("<rect x=\"%.1f\" y=\"10\" width=\"%.1f\" height=\"28\" fill=\"", x, w) + colors[i] +
+           "\"><title>" + parts[i].first + Fmt(" %.4g s</title></rect>", parts[i].second);
     if (w > 60) {
-      svg += F("<text x=\"%.1f\" y=\"29\" font-size=\"12\" fill=\"white\">", x + 4) + parts[i].first +
-             F(" %.1f%%</text>", 100 * parts[i].second / total);
+      svg += Fmt("<text x=\"%.1f\" y=\"29\" font-size=\"12\" fill=\"white\">", x + 4) + parts[i].first +
+             Fmt(" %.1f%%</text>", 100 * parts[i].second / total);
     }
-    svg += F("<rect x=\"%.0f\" y=\"48\" width=\"12\" height=\"12\" fill=\"", 10 + 220.0 * i) + colors[i] +
-           F("\"/><text x=\"%.0f\" y=\"58\" font-size=\"12\">", 26 + 220.0 * i) + parts[i].first +
-           F(" %.1f%%</text>", 100 * parts[i].second / total);
+    svg += Fmt("<rect x=\"%.0f\" y=\"48\" width=\"12\" height=\"12\" fill=\"", 10 + 220.0 * i) + colors[i] +
+           Fmt("\"/><text x=\"%.0f\" y=\"58\" font-size=\"12\">", 26 + 220.0 * i) + parts[i].first +
+           Fmt(" %.1f%%</text>", 100 * parts[i].second / total);
     x += w;
   }
   return svg + "</svg>";
@@ -101,7 +84,7 @@ std::string RankViewHtml(const RankView& v) {
         continue;
       }
       h += "<td style=\"background:" + DeviationColor(m.slowdown, span) + "\">" +
-           (m.rank == v.rank ? "<b>" + rank + "</b>" : rank) + F("<br>%+.1f%%", 100 * m.slowdown) +
+           (m.rank == v.rank ? "<b>" + rank + "</b>" : rank) + Fmt("<br>%+.1f%%", 100 * m.slowdown) +
            (m.straggler ? "<br>straggler" : "") + "</td>";
     }
     h += "</tr>";
@@ -153,32 +136,32 @@ std::string HeatMapSvg(const HeatMap& m) {
   const double cell = std::clamp(900.0 / cols, 3.0, 24.0);
   const double ch = std::clamp(cell, 3.0, 14.0);
   const double left = 80, top = 20;
-  std::string svg = F("<svg width=\"%.0f\" height=\"%.0f\" xmlns=\"http://www.w3.org/2000/svg\">",
+  std::string svg = Fmt("<svg width=\"%.0f\" height=\"%.0f\" xmlns=\"http://www.w3.org/2000/svg\">",
                       std::max(760.0, left + cols * cell + 20), top + rows * ch + 50);
   for (int row = 0; row < rows && layout; ++row) {
     if (row % m.tp == 0) {
-      svg += F("<text x=\"4\" y=\"%.1f\" font-size=\"11\">stage %.0f</text>", top + row * ch + std::min(ch, 11.0),
+      svg += Fmt("<text x=\"4\" y=\"%.1f\" font-size=\"11\">stage %.0f</text>", top + row * ch + std::min(ch, 11.0),
                row / m.tp);
     }
   }
   for (int r = 0; r < ranks; ++r) {
     const auto [row, col] = place(r);
     if (std::isnan(mean[r])) {  // a rank the trace does not record: absent, not idle
-      svg += F("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" fill=\"#e8e8e8\">", left + col * cell,
+      svg += Fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" fill=\"#e8e8e8\">", left + col * cell,
                top + row * ch, cell, ch) +
-             F("<title>rank %.0f: not recorded</title></rect>", r);
+             Fmt("<title>rank %.0f: not recorded</title></rect>", r);
       continue;
     }
-    svg += F("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" fill=\"", left + col * cell,
+    svg += Fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" fill=\"", left + col * cell,
              top + row * ch, cell, ch) +
            DeviationColor(dev[r], span) +
-           F("\"><title>rank %.0f: compute %.6g s per step (%+.2f%% vs its stage)</title></rect>", r, mean[r],
+           Fmt("\"><title>rank %.0f: compute %.6g s per step (%+.2f%% vs its stage)</title></rect>", r, mean[r],
              100 * dev[r]);
   }
   const double y = top + rows * ch + 20;
-  svg += F("<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">", left, y) +
+  svg += Fmt("<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">", left, y) +
          (layout ? "columns: DP replica; rows: stage x TP index. " : "ranks in rows of 64. ") +
-         F("Colour: compute vs the stage median, blue -%.1f%% .. white .. red +%.1f%%</text>", 100 * span,
+         Fmt("Colour: compute vs the stage median, blue -%.1f%% .. white .. red +%.1f%%</text>", 100 * span,
            100 * span);
   return svg + "</svg>";
 }
@@ -198,24 +181,24 @@ std::string TimelineSvg(const StepTimeline& t) {
                         std::move(ops));
     }
   }
-  std::string svg = F("<svg width=\"%.0f\" height=\"%.0f\" xmlns=\"http://www.w3.org/2000/svg\">",
+  std::string svg = Fmt("<svg width=\"%.0f\" height=\"%.0f\" xmlns=\"http://www.w3.org/2000/svg\">",
                       left + width + 20, rows.size() * (lane_h + 4) + 40);
   for (size_t i = 0; i < rows.size(); ++i) {
     const double y = 10 + i * (lane_h + 4);
-    svg += F("<text x=\"2\" y=\"%.1f\" font-size=\"10\">", y + 10) + Escape(rows[i].first) + "</text>";
-    svg += F("<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.0f\" fill=\"#f4f4f4\"/>", left, y, width, lane_h);
+    svg += Fmt("<text x=\"2\" y=\"%.1f\" font-size=\"10\">", y + 10) + HtmlEscape(rows[i].first) + "</text>";
+    svg += Fmt("<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.0f\" fill=\"#f4f4f4\"/>", left, y, width, lane_h);
     for (const TimelineOp* op : rows[i].second) {
       const double x0 = left + width * static_cast<double>(op->start_ns - t.start_ns) / span;
       const double w = std::max(0.3, width * static_cast<double>(op->end_ns - op->start_ns) / span);
       const std::string kind =
           OpKind_IsValid(op->kind) ? OpKind_Name(static_cast<OpKind>(op->kind)) : std::to_string(op->kind);
-      svg += F("<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"", x0, y, w, lane_h) +
+      svg += Fmt("<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"", x0, y, w, lane_h) +
              LaneColor(static_cast<int>(rows[i].second.front()->lane)) + "\"><title>" + kind +
-             F(" %.6g ms</title></rect>", static_cast<double>(op->end_ns - op->start_ns) / 1e6);
+             Fmt(" %.6g ms</title></rect>", static_cast<double>(op->end_ns - op->start_ns) / 1e6);
     }
   }
-  svg += F("<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">", left, rows.size() * (lane_h + 4) + 30) +
-         F("step %.0f: %.4g s from its first op to its last</text>", t.step, span / 1e9);
+  svg += Fmt("<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">", left, rows.size() * (lane_h + 4) + 30) +
+         Fmt("step %.0f: %.4g s from its first op to its last</text>", t.step, span / 1e9);
   return svg + "</svg>";
 }
 
@@ -227,36 +210,37 @@ std::string ReportToHtml(const DiagnosisReport& r) {
       "<style>body{font-family:sans-serif;margin:20px;max-width:1100px}h2{margin-top:24px;"
       "font-size:17px}table{border-collapse:collapse}td{padding:2px 12px 2px 0}"
       "pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}</style></head><body>\n";
-  h += "<h1>Diagnosis of " + Escape(r.scenario_name.empty() ? "a trace" : "'" + r.scenario_name + "'") +
+  h += "<h1>Diagnosis of " + HtmlEscape(r.scenario_name.empty() ? "a trace" : "'" + r.scenario_name + "'") +
        "</h1>\n<table>";
   auto row = [&](const std::string& k, const std::string& v) {
-    h += "<tr><td>" + k + "</td><td><b>" + Escape(v) + "</b></td></tr>";
+    h += "<tr><td>" + k + "</td><td><b>" + HtmlEscape(v) + "</b></td></tr>";
   };
   row("source", r.source.empty() ? "?" : r.source);
   row("ranks", std::to_string(r.world_size));
   row("steps completed", std::to_string(r.steps_completed) + (r.run_failed ? " (run failed)" : ""));
   if (r.steps_completed > 0) {
-    row("step time", F("%.4g s", r.iteration_time_s));
+    row("step time", Fmt("%.4g s", r.iteration_time_s));
     row("MFU", Figure("%.1f%%", 100 * r.mfu) + " (HFU " + Figure("%.1f%%", 100 * r.hfu) + "), " +
                    Figure("%.1f", r.tflops_per_gpu) + " TFLOP/s per GPU");
     row("tokens/s", Figure("%.4g", r.tokens_per_s));
   }
-  h += "</table>\n<h2>Findings</h2>\n<pre>" + Escape(ReportToText(r)) + "</pre>\n";
+  h += "</table>\n<h2>Findings</h2>\n<pre>" + HtmlEscape(ReportToText(r)) + "</pre>\n";
   if (!r.what_if.empty()) {
     h += "<h2>What if it were healthy</h2>\n<table><tr><td><i>culprit</i></td><td><i>step (s)</i></td>"
          "<td><i>healthy (s)</i></td><td><i>S</i></td><td><i>MFU lost</i></td></tr>";
     for (size_t i = 0; i < r.what_if.size() && i < 10; ++i) {
       const WhatIfFinding& w = r.what_if[i];
-      h += "<tr><td>" + Escape(w.scope) + F("</td><td>%.4g</td><td>%.4g</td><td>%.2f%%</td><td>", w.replayed_s,
+      h += "<tr><td>" + HtmlEscape(w.scope) + Fmt("</td><td>%.4g</td><td>%.4g</td><td>%.2f%%</td><td>", w.replayed_s,
                                             w.healthy_s, 100 * w.slowdown) +
            Figure("%.2f", 100 * w.mfu_lost) + " points</td></tr>";
     }
     h += "</table>\n";
   }
-  h += "<h2>Step breakdown (mean over ranks)</h2>\n" + BreakdownSvg(r.breakdown) + "\n";
+  h += StragglerHtml(r.straggler_analysis, r.heatmap.dp, r.heatmap.pp);
+  h += "<h2>Step breakdown (mean over recorded ranks)</h2>\n" + BreakdownSvg(r.breakdown) + "\n";
   h += "<h2>Compute per rank (mean over completed steps)</h2>\n" + HeatMapSvg(r.heatmap) + "\n";
   if (r.rank_view) {
-    h += "<h2>3D view of rank " + std::to_string(r.rank_view->rank) + " (" + Escape(r.rank_view->why) +
+    h += "<h2>3D view of rank " + std::to_string(r.rank_view->rank) + " (" + HtmlEscape(r.rank_view->why) +
          ")</h2>\n" + RankViewHtml(*r.rank_view);
   }
   if (r.timeline) {

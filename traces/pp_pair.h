@@ -24,6 +24,10 @@ constexpr int kPpPairKeyBits = 36;  // keys are below 2^36
 
 // nullopt: the event is no send or receive, its peer is outside the pipeline, or its indices are
 // beyond what the key packs (2^20 micro-batches or ops, 2^13 virtual stages).
-std::optional<uint64_t> PpPairKey(const TraceEvent& e, int stage, int pp, int vp);
+std::optional<uint64_t> PpPairKey(int kind, int phase, int microbatch, int chunk, int group, uint32_t collective_seq,
+                                  int stage, int pp, int vp);
+inline std::optional<uint64_t> PpPairKey(const TraceEvent& e, int stage, int pp, int vp) {
+  return PpPairKey(e.kind(), e.phase(), e.microbatch(), e.chunk(), e.group(), e.collective_seq(), stage, pp, vp);
+}
 
 }  // namespace megascale

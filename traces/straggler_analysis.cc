@@ -52,39 +52,56 @@ void StragglerAnalyzer::ComputeIdeal() {
     }
   }
   ideal_.resize(in_.steps.size());
+  worker_.resize(in_.steps.size());
   partner_.resize(in_.steps.size());
   for (size_t k = 0; k < in_.steps.size(); ++k) {
     const StepGraph& g = in_.steps[k];
     const int n = static_cast<int>(g.ops().size());
     ideal_[k].resize(n);
+    worker_[k].resize(n);
     partner_[k].assign(n, -1);
     for (int i = 0; i < n; ++i) {
       const StepOp& op = g.ops()[i];
+      worker_[k][i] = WorkerOf(op);
+      id_space_ = std::max({id_space_, op.type + 1, worker_[k][i] + 1, op.dp + 1, op.stage + 1});
       ideal_[k][i] = std::llround(g.in_collective(i) ? transfer[op.type].Get() : alone[key(op)].Get());
       if (!g.in_collective(i) || (op.kind != PP_SEND && op.kind != PP_RECV)) continue;
-      const std::vector<int>& pair = g.members(op.inst);
-      if (pair.size() == 2) partner_[k][i] = WorkerOf(g.ops()[pair[0] == i ? pair[1] : pair[0]]);
+      const int* pair = g.members_begin(op.inst);
+      if (g.members_end(op.inst) - pair == 2) partner_[k][i] = WorkerOf(g.ops()[pair[0] == i ? pair[1] : pair[0]]);
     }
   }
 }
 
-bool StragglerAnalyzer::InScope(const Scope& s, int k, int i) const {
-  const StepOp& op = in_.steps[k].ops()[i];
-  const int w = WorkerOf(op), partner = partner_[k][i];
-  auto worker_in = [&] { return Has(s.ids, w) || (partner >= 0 && Has(s.ids, partner)); };
+void StragglerAnalyzer::WorkFor(const Scope& s, int k, std::vector<int64_t>* work) const {
+  const StepGraph& g = in_.steps[k];
+  const std::vector<StepOp>& ops = g.ops();
+  const int n = static_cast<int>(ops.size());
+  const std::vector<int64_t>& ideal = ideal_[k];
+  const std::vector<int>& worker = worker_[k];
+  const std::vector<int>& partner = partner_[k];
+  work->resize(n);
+  int64_t* w = work->data();
+  // The scope's ids as a mask over their space (types, workers, DP ranks or stages).
+  int space = id_space_;
+  for (int id : s.ids) space = std::max(space, id + 1);
+  std::vector<char> in(space, 0);
+  for (int id : s.ids) in[id] = 1;
+  auto worker_in = [&](int i) { return in[worker[i]] || (partner[i] >= 0 && in[partner[i]]); };
+  auto pick = [&](auto keep) {
+    for (int i = 0; i < n; ++i) w[i] = keep(i) ? ops[i].work_ns : ideal[i];
+  };
   switch (s.kind) {
-    case Scope::kNoDelay: return true;
-    case Scope::kIdeal: return false;
-    case Scope::kType: return Has(s.ids, op.type);
-    case Scope::kWorker: return worker_in();
-    case Scope::kDp: return Has(s.ids, op.dp);
-    case Scope::kStage: return Has(s.ids, op.stage);
-    case Scope::kFixWorkers: return !worker_in();
-    case Scope::kFixStage: return !Has(s.ids, op.stage);
-    case Scope::kWorkerCompute: return Has(s.ids, w) && !in_.steps[k].in_collective(i);
-    case Scope::kWorkerTransfer: return in_.steps[k].in_collective(i) && worker_in();
+    case Scope::kNoDelay: return pick([](int) { return true; });
+    case Scope::kIdeal: return pick([](int) { return false; });
+    case Scope::kType: return pick([&](int i) { return in[ops[i].type] != 0; });
+    case Scope::kWorker: return pick(worker_in);
+    case Scope::kDp: return pick([&](int i) { return in[ops[i].dp] != 0; });
+    case Scope::kStage: return pick([&](int i) { return in[ops[i].stage] != 0; });
+    case Scope::kFixWorkers: return pick([&](int i) { return !worker_in(i); });
+    case Scope::kFixStage: return pick([&](int i) { return in[ops[i].stage] == 0; });
+    case Scope::kWorkerCompute: return pick([&](int i) { return in[worker[i]] && !g.in_collective(i); });
+    case Scope::kWorkerTransfer: return pick([&](int i) { return g.in_collective(i) && worker_in(i); });
   }
-  return false;
 }
 
 std::vector<double> StragglerAnalyzer::MeanSpans(const std::vector<Scope>& scopes,
@@ -97,12 +114,8 @@ std::vector<double> StragglerAnalyzer::MeanSpans(const std::vector<Scope>& scope
     std::vector<int64_t> w;
     for (int item = t; item < items; item += threads) {
       const int k = item % steps, s = item / steps;
-      const StepGraph& g = in_.steps[k];
-      w.resize(g.ops().size());
-      for (int i = 0; i < static_cast<int>(w.size()); ++i) {
-        w[i] = InScope(scopes[s], k, i) ? g.ops()[i].work_ns : ideal_[k][i];
-      }
-      spans[s][k] = static_cast<double>(g.Span(w, /*keep_delays=*/false));  // one writer per item
+      WorkFor(scopes[s], k, &w);
+      spans[s][k] = static_cast<double>(in_.steps[k].Span(w, /*keep_delays=*/false));  // one writer per item
     }
   };
   std::vector<std::thread> helpers;
@@ -154,13 +167,21 @@ StragglerAnalysis StragglerAnalyzer::Run() {
     if (seen_dp[d]) all_dps.push_back(d);
   }
   a.workers = static_cast<int>(all_workers.size());
-  auto candidates = [&](const std::vector<int>& all, const std::vector<double>& excess) {
-    return static_cast<int>(all.size()) <= options_.max_replayed
-               ? all
-               : Top(all, excess, static_cast<size_t>(options_.candidates));
-  };
-  const std::vector<int> replayed_workers = candidates(all_workers, worker_excess);
-  const std::vector<int> replayed_dps = candidates(all_dps, dp_excess);
+  // What the budget leaves for DP ranks and workers after the fixed scopes, shared between them.
+  double ops_total = 0;
+  for (const StepGraph& g : in_.steps) ops_total += static_cast<double>(g.ops().size());
+  const int fixed_scopes = 2 + static_cast<int>(types.size() + stages.size()) + 8;  // + M_W, M_S, naming
+  const int spare = std::max(2 * options_.min_candidates,
+                             static_cast<int>(options_.replay_budget / std::max(1.0, ops_total)) - fixed_scopes);
+  const int dp_share = std::min(static_cast<int>(all_dps.size()), std::max(options_.min_candidates, spare / 2));
+  const std::vector<int> replayed_dps = Top(all_dps, dp_excess, static_cast<size_t>(dp_share));
+  const std::vector<int> replayed_workers =
+      Top(all_workers, worker_excess, static_cast<size_t>(std::max(options_.min_candidates, spare - dp_share)));
+  if (replayed_workers.size() < all_workers.size() || replayed_dps.size() < all_dps.size()) {
+    a.note = "attribution replayed the top " + std::to_string(replayed_workers.size()) + " of " +
+             std::to_string(all_workers.size()) + " workers and " + std::to_string(replayed_dps.size()) + " of " +
+             std::to_string(all_dps.size()) + " DP ranks by excess (the replay budget); the others show n/a";
+  }
 
   // Phase 1: S and its attribution.
   std::vector<Scope> scopes = {{Scope::kNoDelay, {}}, {Scope::kIdeal, {}}};

@@ -17,8 +17,9 @@
 //     stage, else sequence-length imbalance (one op's compute varying across micro-batches), else
 //     the op type that carries the loss.
 // Cost: a replay is O(ops + edges); per step about 5 + op types + stages + DP ranks + workers of
-// them, the DP ranks and workers cut to the top candidates by excess when there are many (the
-// others are reported unreplayed). Two threads. Thread-compatible (const after construction).
+// them, the DP ranks and workers cut to the top candidates by excess when the replay budget is
+// short (the others are reported unreplayed). Two threads. Thread-compatible (const after
+// construction).
 #pragma once
 
 #include <cstdint>
@@ -44,9 +45,11 @@ struct StragglerOptions {
   // op's compute across the micro-batches of a worker's step above this (a healthy GPU's noise is
   // ~1%).
   double sequence_cv = 0.05;
-  // Above this many workers (or DP ranks), only the top `candidates` by excess are replayed.
-  int max_replayed = 256;
-  int candidates = 16;
+  // Replays (ops x scopes, summed over steps) the attribution may spend: every DP rank and worker
+  // is replayed while it fits (any trace of up to ~100 workers and steps), else the top ones by
+  // excess share what is left, at least `min_candidates` each (a 12,288-rank step: ~3 M ops).
+  double replay_budget = 6e7;
+  int min_candidates = 4;
   int threads = 2;
 };
 
@@ -80,12 +83,15 @@ class StragglerAnalyzer {
   // Mean span over the steps of each scope, in ns; `per_step`, if given, gets [scope][step].
   std::vector<double> MeanSpans(const std::vector<Scope>& scopes,
                                 std::vector<std::vector<double>>* per_step = nullptr) const;
-  bool InScope(const Scope& s, int k, int i) const;
+  // Fills `work` for step k: each op as it ran where `scope` keeps it, else ideal.
+  void WorkFor(const Scope& scope, int k, std::vector<int64_t>* work) const;
   int WorkerOf(const StepOp& op) const { return op.dp * in_.pp + op.stage; }
 
   StragglerInput in_;
   StragglerOptions options_;
   std::vector<std::vector<int64_t>> ideal_;     // [step][op]
+  std::vector<std::vector<int>> worker_;        // [step][op]: its worker
+  int id_space_ = 1;                            // above every op's type, worker, DP rank and stage
   std::vector<std::vector<int>> partner_;       // [step][op]: the other end's worker of a PP pair, or -1
 };
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "traces/diagnosis.h"
+#include "traces/format.h"
 
 namespace megascale {
 namespace {
@@ -69,7 +69,8 @@ nlohmann::json StragglerAnalysisJson(const StragglerAnalysis& a) {
             {"mfu_ideal", Num(a.mfu_ideal)},
             {"unmatched", a.unmatched},
             {"unmatched_examples", a.unmatched_examples},
-            {"findings", findings}});
+            {"findings", findings},
+            {"note", a.note.empty() ? json(nullptr) : json(a.note)}});
   return j;
 }
 
@@ -85,6 +86,7 @@ std::string StragglerAnalysisText(const StragglerAnalysis& a) {
                 a.steps.size(), ids.c_str(), a.workers, a.slowdown, a.t_s, a.t_nodelay_s, a.t_ideal_s,
                 100 * (a.launch_slowdown - 1));
   std::string out = buf;
+  if (!a.note.empty()) out += "  note: " + a.note + "\n";
   out += "  M_W = " + Figure("%.0f%%", 100 * a.m_w) + " (top " + std::to_string(a.fixed_workers.size()) +
          " worker(s) made ideal), M_S = " + Figure("%.0f%%", 100 * a.m_s) + " (last stage made ideal)\n";
   if (a.findings.empty()) {

@@ -46,8 +46,10 @@ class TraceReader {
   static Result<std::unique_ptr<TraceReader>> Open(const std::string& path);
   const TraceHeader& header() const { return header_; }
   // Reads the next record after the header. Returns false at the end of the file;
-  // InvalidInput (naming the path and byte offset) on a corrupt record.
-  Result<bool> Next(TraceRecord* record);
+  // InvalidInput (naming the path and byte offset) on a corrupt record. With `wanted`, an event
+  // whose step it does not want (TraceSink::WantsStep) is skipped unparsed: `record` is then
+  // cleared (no body).
+  Result<bool> Next(TraceRecord* record, const TraceSink* wanted = nullptr);
   // Byte offset of the next record in the file.
   int64_t offset() const { return offset_; }
 

@@ -1,6 +1,7 @@
 // Where trace records go while a run produces them: a file writer, the streaming diagnosis, or a
 // fan-out to several. Producers (sim, exec) call these in time order per rank: the events of one
-// rank arrive in the order their ops ended. Not thread-safe: one producer thread per sink.
+// rank arrive in the order their ops ended. Not thread-safe: one producer thread per sink (but see
+// WantsStep).
 #pragma once
 
 #include <vector>
@@ -17,6 +18,13 @@ class TraceSink {
   virtual void OnEvent(const TraceEvent& event) = 0;
   virtual void OnStatus(const RankStatus& status) = 0;
   virtual void OnEnd(const RunEnd& end) = 0;
+  // A sink that keeps the events of some steps only says which: a reader may then skip the other
+  // steps' events without parsing them (a hint: such events may still arrive, and every other
+  // record does). Called from the reader's parsing thread while the sink consumes records: it must
+  // read only what was fixed before the replay began.
+  virtual bool WantsStep(int step) const { return true; }
+  // True when WantsStep may say no (readers then look at each event's step before parsing it).
+  virtual bool FiltersSteps() const { return false; }
 };
 
 // Forwards every record to each of its sinks (not owned).

@@ -22,38 +22,58 @@ int64_t MedianNs(std::vector<int64_t>& v) {
   return lo + (hi - lo) / 2;
 }
 
-// An op of a stage's program: its stage, type and occurrence of the type on its rank (the same
-// on every rank of the stage; op ids are not, in a timer trace).
-using OpKey = std::tuple<int, int, int>;
-OpKey KeyOf(const StepOp& op) { return {op.stage, op.type, op.seq}; }
+// Per op: the median work of its op in its stage's program over the stage's ranks. An op of a
+// stage's program is (stage, type, occurrence of the type on its rank): the same on every rank of
+// the stage (op ids are not, in a timer trace).
+std::vector<int64_t> OpMedians(const StepGraph& graph) {
+  const std::vector<StepOp>& ops = graph.ops();
+  std::vector<int> idx(ops.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  auto key = [&](int i) { return std::make_tuple(ops[i].stage, ops[i].type, ops[i].seq); };
+  std::sort(idx.begin(), idx.end(), [&](int x, int y) { return key(x) < key(y); });
+  std::vector<int64_t> out(ops.size()), values;
+  for (size_t b = 0; b < idx.size();) {
+    size_t e = b;
+    values.clear();
+    while (e < idx.size() && key(idx[e]) == key(idx[b])) values.push_back(ops[idx[e++]].work_ns);
+    const int64_t m = MedianNs(values);
+    for (size_t j = b; j < e; ++j) out[idx[j]] = m;
+    b = e;
+  }
+  return out;
+}
 
-// Median work of each op of each stage's program over the stage's ranks.
-std::map<OpKey, int64_t> OpMedians(const StepGraph& graph) {
-  std::map<OpKey, std::vector<int64_t>> values;
-  for (const StepOp& op : graph.ops()) values[KeyOf(op)].push_back(op.work_ns);
-  std::map<OpKey, int64_t> out;
-  for (auto& [key, v] : values) out[key] = MedianNs(v);
+// A dense number for (kind, phase): what a stage is compared by.
+int KindPhase(const StepOp& op) { return (op.kind & 0xff) * 8 + (op.phase & 7); }
+
+// Each (kind, phase)'s work values, per stage: the stage scopes' yardsticks.
+using StageValues = std::map<std::pair<int, int>, std::vector<int64_t>>;  // (kind-phase, stage)
+StageValues ValuesByStage(const StepGraph& graph) {
+  StageValues out;
+  for (const StepOp& op : graph.ops()) out[{KindPhase(op), op.stage}].push_back(op.work_ns);
   return out;
 }
 
 // `unmodified_end_ns`: graph.ReplayUnmodified(), the same for every scope, so computed once.
 WhatIfFinding Replay(const StepGraph& graph, const WhatIfScope& scope, const WhatIfContext& ctx,
-                     const std::map<OpKey, int64_t>& medians,
-                     int64_t unmodified_end_ns) {
+                     const std::vector<int64_t>& medians, const StageValues& by_stage, int64_t unmodified_end_ns) {
   const std::vector<StepOp>& ops = graph.ops();
   std::vector<int64_t> work(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) work[i] = ops[i].work_ns;
   if (scope.kind == WhatIfScope::Kind::kStage) {
     // Same kind and phase on the other stages.
-    std::map<std::pair<int, int>, std::vector<int64_t>> others;
-    for (const StepOp& op : ops) {
-      if (op.stage != scope.index) others[{op.kind, op.phase}].push_back(op.work_ns);
+    std::vector<int64_t> healthy(256 * 8, -1), values;
+    for (auto it = by_stage.begin(); it != by_stage.end();) {
+      const int kp = it->first.first;
+      values.clear();
+      for (; it != by_stage.end() && it->first.first == kp; ++it) {
+        if (it->first.second != scope.index) values.insert(values.end(), it->second.begin(), it->second.end());
+      }
+      if (!values.empty()) healthy[kp] = MedianNs(values);
     }
-    std::map<std::pair<int, int>, int64_t> healthy;
-    for (auto& [key, v] : others) healthy[key] = MedianNs(v);
     for (size_t i = 0; i < ops.size(); ++i) {
-      auto it = healthy.find({ops[i].kind, ops[i].phase});
-      if (ops[i].stage == scope.index && it != healthy.end()) work[i] = it->second;
+      const int64_t h = healthy[KindPhase(ops[i])];
+      if (ops[i].stage == scope.index && h >= 0) work[i] = h;
     }
   } else {
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -61,7 +81,7 @@ WhatIfFinding Replay(const StepGraph& graph, const WhatIfScope& scope, const Wha
       const bool in = scope.kind == WhatIfScope::Kind::kAll ||
                       (scope.kind == WhatIfScope::Kind::kRank && op.rank == scope.index) ||
                       (scope.kind == WhatIfScope::Kind::kOpType && op.kind == scope.op_kind);
-      if (in) work[i] = medians.at(KeyOf(op));
+      if (in) work[i] = medians[i];
     }
   }
   WhatIfFinding f;
@@ -69,7 +89,7 @@ WhatIfFinding Replay(const StepGraph& graph, const WhatIfScope& scope, const Wha
   f.step = ctx.step;
   f.step_s = static_cast<double>(graph.end_ns() - graph.start_ns()) / 1e9;
   f.replayed_s = static_cast<double>(unmodified_end_ns - graph.start_ns()) / 1e9;
-  f.healthy_s = static_cast<double>(graph.Replay([&](int i) { return work[i]; }) - graph.start_ns()) / 1e9;
+  f.healthy_s = static_cast<double>(graph.ReplayWork(work, /*keep_delays=*/true) - graph.start_ns()) / 1e9;
   if (f.healthy_s > 0) f.slowdown = f.replayed_s / f.healthy_s - 1;
   f.mfu_lost = std::numeric_limits<double>::quiet_NaN();  // unknown without FLOPs and peak
   if (f.replayed_s > 0 && ctx.iteration_time_s > 0 && ctx.model_flops_per_step > 0 && ctx.peak_flops_per_gpu > 0) {
@@ -95,12 +115,13 @@ std::string WhatIfScope::Name() const {
 }
 
 WhatIfFinding RunWhatIf(const StepGraph& graph, const WhatIfScope& scope, const WhatIfContext& ctx) {
-  return Replay(graph, scope, ctx, OpMedians(graph), graph.ReplayUnmodified());
+  return Replay(graph, scope, ctx, OpMedians(graph), ValuesByStage(graph), graph.ReplayUnmodified());
 }
 
 std::vector<WhatIfFinding> RunWhatIfs(const StepGraph& graph, const std::vector<int>& ranks,
                                       const WhatIfContext& ctx) {
-  const auto medians = OpMedians(graph);
+  const std::vector<int64_t> medians = OpMedians(graph);
+  const StageValues by_stage = ValuesByStage(graph);
   std::vector<WhatIfScope> scopes;
   std::set<int> seen_ranks, stages, kinds;
   for (int r : ranks) {
@@ -121,7 +142,7 @@ std::vector<WhatIfFinding> RunWhatIfs(const StepGraph& graph, const std::vector<
   std::vector<WhatIfFinding> out(scopes.size());
   auto work = [&](size_t first) {
     for (size_t i = first; i < scopes.size(); i += 2) {
-      out[i] = Replay(graph, scopes[i], ctx, medians, unmodified);
+      out[i] = Replay(graph, scopes[i], ctx, medians, by_stage, unmodified);
     }
   };
   std::thread helper(work, 1);
