@@ -87,7 +87,7 @@ std::string StragglerHtml(const StragglerAnalysis& a, int dp, int pp) {
   if (!a.ran) {
     return a.skipped.empty() ? "" : "<h2>Straggler what-if</h2>\n<p>Not run: " + HtmlEscape(a.skipped) + "</p>\n";
   }
-  std::string h = "<h2>Straggler what-if (" + std::to_string(a.steps.size()) + " sampled steps, " +
+  std::string h = "<h2>Straggler what-if (" + std::to_string(a.steps.size()) + " sampled step(s), " +
                   std::to_string(a.workers) + " workers)</h2>\n<table>";
   auto row = [&](const std::string& k, const std::string& v) {
     h += "<tr><td>" + k + "</td><td><b>" + HtmlEscape(v) + "</b></td></tr>";

@@ -57,7 +57,7 @@ TEST(HtmlReport, IsOneSelfContainedFileWithEveryPart) {
   // Breakdown, heat map, timeline; the straggler what-if's S_w heat map and stage bars.
   EXPECT_EQ(Count(*text, "<svg"), 5);
   EXPECT_EQ(Count(*text, "</svg>"), 5);
-  EXPECT_NE(text->find("<h2>Straggler what-if (1 sampled steps, 3 workers)</h2>"), std::string::npos);
+  EXPECT_NE(text->find("<h2>Straggler what-if (2 sampled step(s), 3 workers)</h2>"), std::string::npos);
   EXPECT_NE(text->find("<title>dp 2, stage 0: S_w = "), std::string::npos);  // a cell per worker
   EXPECT_EQ(Count(*text, "<title>rank "), 3);               // one heat-map cell per rank
   EXPECT_NE(text->find("a &lt;b&gt; &amp; c"), std::string::npos);  // escaped
