@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/traces/timer_trace_gen.h"
 
 namespace megascale {
 namespace {
@@ -225,6 +226,118 @@ TEST(DiagnoseCli, BadInputFilesFailCleanly) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err.rfind("megascale: error: ", 0), 0u) << r.err;
   EXPECT_FALSE(FileExists(html)) << "no report from a failed diagnosis";
+}
+
+// A timer trace as a real job writes it (CSV, YAML metadata in the what-if studies' naming, steps
+// 16, 21, ... each on its own clock, one rank recorded per worker), worker (dp 2, stage 1) 1.8x
+// slower: `diagnose TRACE.csv --meta META.yaml` with nothing converted by hand.
+struct TimerTrace {
+  std::string csv, yaml;
+  double truth = 0;
+};
+const TimerTrace& SlowWorkerTimerTrace() {
+  static const TimerTrace t = [] {
+    testing_traces::TimerGenOptions o;
+    o.dp = 4;
+    o.pp = 4;
+    o.tp = 4;
+    o.slow_dp = 2;
+    o.slow_stage = 1;
+    o.slow_factor = 1.8;
+    const testing_traces::TimerTraceGen gen(o);
+    return TimerTrace{WriteTemp("diag_cli_timer.csv", gen.Csv()), WriteTemp("diag_cli_timer.yaml", gen.MetaYaml()),
+                      gen.truth().slowdown};
+  }();
+  return t;
+}
+
+TEST(DiagnoseCli, TimerTraceWithYamlMetaGivesTheStragglerAnalysis) {
+  const TimerTrace& t = SlowWorkerTimerTrace();
+  json j = Json(RunCli("diagnose --json " + t.csv + " --meta " + t.yaml));
+  EXPECT_TRUE(j["mfu"].is_null()) << "no FLOPs in the metadata: null, never 0";
+  EXPECT_EQ(j["world_size"], 64);
+  EXPECT_EQ(j["recorded_ranks"], 16);
+  EXPECT_EQ(j["step_ids"], json({16, 21, 27, 29, 34, 35}));
+  const json& a = j["straggler_analysis"];
+  ASSERT_TRUE(a.is_object()) << j.dump();
+  for (const char* key : {"slowdown", "t_nodelay_s", "t_ideal_s", "m_w", "m_s", "by_worker", "by_stage", "by_optype",
+                          "steps_used", "findings"}) {
+    EXPECT_TRUE(a.contains(key)) << key;
+  }
+  EXPECT_NEAR(a["slowdown"].get<double>(), t.truth, 0.02 * t.truth);
+  EXPECT_EQ(a["steps_used"], json({16, 21, 27, 29, 34, 35}));
+  EXPECT_EQ(a["by_worker"].size(), 16u);
+  EXPECT_EQ(a["by_worker"][0]["dp"], 2);
+  EXPECT_EQ(a["by_worker"][0]["stage"], 1);
+  EXPECT_EQ(a["by_stage"].size(), 4u);
+  ASSERT_EQ(a["findings"].size(), 1u) << a["findings"].dump();
+  EXPECT_EQ(a["findings"][0]["kind"], "worker");
+  EXPECT_EQ(a["findings"][0]["worker"], json({{"dp", 2}, {"stage", 1}}));
+  EXPECT_TRUE(a["findings"][0]["mfu_lost"].is_null());
+  auto text = RunCli("diagnose -q " + t.csv + " --meta " + t.yaml);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("MFU n/a"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("finding: worker, worker (dp 2, stage 1)"), std::string::npos) << text.out;
+}
+
+TEST(DiagnoseCli, TimelineIsPerfettoJsonOfTheRealAndTheIdealStep) {
+  const TimerTrace& t = SlowWorkerTimerTrace();
+  const std::string timeline = Temp("timeline.json");
+  std::remove(timeline.c_str());
+  ASSERT_EQ(RunCli("diagnose -q " + t.csv + " --meta " + t.yaml + " --timeline " + timeline).exit_code, 0);
+  const json j = json::parse(Slurp(timeline));
+  ASSERT_TRUE(j["traceEvents"].is_array());
+  int real = 0, ideal = 0, ops = 0;
+  for (const json& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++ops;
+      EXPECT_TRUE(e["ts"].is_number() && e["dur"].is_number() && e["pid"].is_number() && e["tid"].is_number());
+      EXPECT_GE(e["dur"].get<double>(), 0);
+    } else if (e["ph"] == "M" && e["name"] == "process_name") {
+      const std::string name = e["args"]["name"];
+      real += name.rfind("real: ", 0) == 0;
+      ideal += name.rfind("ideal: ", 0) == 0;
+    }
+  }
+  EXPECT_EQ(real, 16);
+  EXPECT_EQ(ideal, 16);
+  EXPECT_GT(ops, 100);
+  std::remove(timeline.c_str());
+}
+
+TEST(DiagnoseCli, TimerTraceHtmlShowsTheWorkerHeatMapStagesAndFindings) {
+  const TimerTrace& t = SlowWorkerTimerTrace();
+  const std::string html = Temp("timer.html");
+  ASSERT_EQ(RunCli("diagnose -q " + t.csv + " --meta " + t.yaml + " --html " + html).exit_code, 0);
+  const std::string page = Slurp(html);
+  EXPECT_NE(page.find("<h2>Straggler what-if (6 sampled step(s), 16 workers)</h2>"), std::string::npos);
+  EXPECT_EQ(Count(page, "<title>dp "), 16) << "one heat-map cell per recorded worker";
+  EXPECT_NE(page.find("<title>dp 2, stage 1: S_w = "), std::string::npos);
+  EXPECT_EQ(Count(page, "<title>stage "), 4) << "a bar per stage";
+  EXPECT_NE(page.find("<b>worker: worker (dp 2, stage 1)</b>"), std::string::npos);
+  EXPECT_NE(page.find("not recorded"), std::string::npos) << "the absent TP peers, in the rank heat map";
+  std::remove(html.c_str());
+}
+
+TEST(DiagnoseCli, TimerTraceInputErrorsNameTheFieldOrRow) {
+  const TimerTrace& t = SlowWorkerTimerTrace();
+  // The duration column missing.
+  const std::string no_duration = WriteTemp("diag_cli_nodur.csv", "dp_rank,stage,rank,step,optype,start_ts\n0,0,0,1,gc,0\n");
+  auto r = RunCli("diagnose " + no_duration + " --meta " + t.yaml);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no column \"duration\""), std::string::npos) << r.err;
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  // Sizes that do not match the ranks.
+  const std::string small = WriteTemp("diag_cli_small.yaml", "dp_size: 2\npp_size: 4\ntp_size: 4\n");
+  r = RunCli("diagnose " + t.csv + " --meta " + small);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(" line "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("but the metadata's sizes put it on"), std::string::npos) << r.err;
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  // No metadata at all.
+  r = RunCli("diagnose " + t.csv);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("megascale: error: --meta = (none): ", 0), 0u) << r.err;
 }
 
 }  // namespace
