@@ -11,7 +11,13 @@ std::string Fmt(const char* fmt, double a, double b, double c, double d) {
   return buf;
 }
 
-std::string Figure(const char* fmt, double value) { return std::isnan(value) ? "n/a" : Fmt(fmt, value); }
+std::string Figure(const char* fmt, double value) {
+  if (std::isnan(value)) return "n/a";
+  std::string out = Fmt(fmt, value);
+  // A value that rounds to zero reads "0", not "-0".
+  if (!out.empty() && out[0] == '-' && out.find_first_of("123456789") == std::string::npos) out.erase(0, 1);
+  return out;
+}
 
 std::string HtmlEscape(const std::string& s) {
   std::string out;

@@ -232,7 +232,7 @@ std::string ReportToHtml(const DiagnosisReport& r) {
       const WhatIfFinding& w = r.what_if[i];
       h += "<tr><td>" + HtmlEscape(w.scope) + Fmt("</td><td>%.4g</td><td>%.4g</td><td>%.2f%%</td><td>", w.replayed_s,
                                             w.healthy_s, 100 * w.slowdown) +
-           Figure("%.2f", 100 * w.mfu_lost) + " points</td></tr>";
+           Figure("%.2f points", 100 * w.mfu_lost) + "</td></tr>";
     }
     h += "</table>\n";
   }

@@ -72,7 +72,7 @@ std::string WorkerHeatMapSvg(const StragglerAnalysis& a, int dp, int pp) {
       }
       svg += Fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" fill=\"", left + d * cell, head + s * ch,
                  cell, ch) +
-             fill + "\" stroke=\"#fff\"><title>" + title + "</title></rect>";
+             fill + "\" stroke=\"#bbb\" stroke-width=\"0.5\"><title>" + title + "</title></rect>";
     }
   }
   svg += Fmt("<text x=\"%.0f\" y=\"14\" font-size=\"11\">DP replica 0 .. ", left) + std::to_string(dp - 1) + "</text>";

@@ -13,6 +13,7 @@
 #include "tests/traces/timer_trace_gen.h"
 #include "tests/traces/trace_builders.h"
 #include "traces/diagnose_input.h"
+#include "traces/step_graph.h"
 #include "traces/timer_meta.h"
 #include "traces/trace_import.h"
 
@@ -172,6 +173,30 @@ TEST(TimerImport, PipelinePairsByOccurrenceAndUnknownOpTypesStay) {
   EXPECT_NE(notes.find("1 send/receive row(s) lie outside the compute"), std::string::npos) << notes;
   EXPECT_NE(notes.find("my-host-op (compute stream)"), std::string::npos) << notes;
   EXPECT_NE(notes.find("tp-sync-all-reduce (TP_GROUP collective)"), std::string::npos) << notes;
+}
+
+TEST(TimerImport, WithVirtualStagesTheLastStageSendsToTheFirst) {
+  // pp 2, two model chunks: stage 1's forward-send goes round to stage 0 (its second chunk).
+  TempFile csv("v.csv", std::string(kHeaderLine) +
+                            "0,0,0,0,forward-compute,0.00,0.10,0,0,0,0\n"
+                            "0,0,0,0,forward-send,0.10,0.01,0,0,-1,0\n"
+                            "0,0,0,0,forward-recv,0.20,0.11,0,1,-1,2\n"
+                            "0,0,0,0,forward-compute,0.31,0.10,1,1,0,2\n"
+                            "0,0,0,0,forward-send,0.41,0.01,1,1,-1,2\n"
+                            "0,1,1,0,forward-recv,0.00,0.11,0,0,-1,1\n"
+                            "0,1,1,0,forward-compute,0.11,0.10,0,0,0,1\n"
+                            "0,1,1,0,forward-send,0.21,0.10,0,0,-1,1\n"
+                            "0,1,1,0,forward-recv,0.31,0.11,1,1,-1,3\n"
+                            "0,1,1,0,forward-compute,0.42,0.10,1,1,0,3\n");
+  for (int vpp : {2, 1}) {
+    TempFile meta("v.yaml", "dp_size: 1\npp_size: 2\ntp_size: 1\nvpp_size: " + std::to_string(vpp) + "\n");
+    CollectSink got;
+    ASSERT_TRUE(ImportTimerTrace(csv.path, false, meta.path, &got).ok());
+    Result<StepGraph> g = StepGraph::Build(got.events, got.header);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    // Three transfers with the wrap; without virtual stages the last stage sends to no one.
+    EXPECT_EQ(g->instances(), vpp == 2 ? 3 : 2) << "vpp " << vpp;
+  }
 }
 
 TEST(TimerImport, APairMissingItsHalfIsReportedAndLeftOutOfTheWhatIf) {
