@@ -194,6 +194,7 @@ DiagnosisReport DiagnosisEngine::Finish() {
   const TraceHeader& h = s.header;
   report.source = h.source();
   report.scenario_name = h.scenario_name();
+  report.gpu = h.gpu();
   const int ranks = static_cast<int>(s.timelines.size());
   report.world_size = h.world_size() > 0 ? h.world_size() : ranks;
   report.run_failed = (s.end && s.end->failed()) || s.heartbeat_lost || s.op_failures > 0;

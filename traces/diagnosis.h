@@ -92,6 +92,7 @@ struct DiagnosisOptions {
 struct DiagnosisReport {
   std::string source;
   std::string scenario_name;
+  std::string gpu;                    // "" when the trace does not say (printed "n/a", JSON null)
   int world_size = 0;
   int steps_completed = 0;
   bool run_failed = false;

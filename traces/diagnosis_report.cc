@@ -127,6 +127,7 @@ std::string ReportToJson(const DiagnosisReport& r) {
   nlohmann::json j = {
       {"source", r.source},
       {"scenario_name", r.scenario_name},
+      {"gpu", r.gpu.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gpu)},
       {"world_size", r.world_size},
       {"steps_completed", r.steps_completed},
       {"step_ids", r.step_ids},
@@ -155,7 +156,7 @@ std::string ReportToText(const DiagnosisReport& r) {
                     " trace" + (r.scenario_name.empty() ? "" : " of '" + r.scenario_name + "'") +
                     ": " + std::to_string(r.world_size) + " ranks, " +
                     std::to_string(r.steps_completed) + " steps completed" +
-                    (r.run_failed ? " (run failed)" : "") + "\n";
+                    (r.run_failed ? " (run failed)" : "") + ", GPU " + (r.gpu.empty() ? "n/a" : r.gpu) + "\n";
   if (r.recorded_ranks < r.world_size) {
     out += std::to_string(r.recorded_ranks) + " of them recorded (the others are absent from the trace, not idle)\n";
   }

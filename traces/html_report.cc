@@ -216,7 +216,9 @@ std::string ReportToHtml(const DiagnosisReport& r) {
     h += "<tr><td>" + k + "</td><td><b>" + HtmlEscape(v) + "</b></td></tr>";
   };
   row("source", r.source.empty() ? "?" : r.source);
-  row("ranks", std::to_string(r.world_size));
+  row("ranks", std::to_string(r.world_size) +
+                   (r.recorded_ranks < r.world_size ? " (" + std::to_string(r.recorded_ranks) + " recorded)" : ""));
+  row("GPU", r.gpu.empty() ? "n/a" : r.gpu);
   row("steps completed", std::to_string(r.steps_completed) + (r.run_failed ? " (run failed)" : ""));
   if (r.steps_completed > 0) {
     row("step time", Fmt("%.4g s", r.iteration_time_s));
