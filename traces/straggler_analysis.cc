@@ -17,8 +17,6 @@ namespace {
 
 constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
 
-bool Has(const std::vector<int>& ids, int x) { return std::find(ids.begin(), ids.end(), x) != ids.end(); }
-
 struct Mean {
   double sum = 0;
   int64_t count = 0;
@@ -32,6 +30,58 @@ std::vector<int> Top(std::vector<int> items, const std::vector<double>& score, s
   if (items.size() > n) items.resize(n);
   return items;
 }
+
+// Sequence-length imbalance: the robust spread of one op's compute across the micro-batches of a
+// worker's step (StragglerOptions::sequence_cv), weighted by ops; NaN when no op repeats.
+double SequenceSpread(const std::vector<StepGraph>& steps) {
+  double weighted = 0;
+  int64_t ops = 0;
+  for (const StepGraph& g : steps) {
+    // One op of the program, across micro-batches: (rank, type, its occurrence within its
+    // micro-batch) -> durations (ops come by rank, then start).
+    std::map<std::tuple<int, int, int>, std::vector<double>> groups;
+    std::map<std::tuple<int, int, int>, int> within;  // (rank, type, micro-batch) -> ops so far
+    for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+      const StepOp& op = g.ops()[i];
+      if (op.lane == COMPUTE && op.microbatch >= 0 && !g.in_collective(i)) {
+        const int nth = within[{op.rank, op.type, op.microbatch}]++;
+        groups[{op.rank, op.type, nth}].push_back(static_cast<double>(op.work_ns));
+      }
+    }
+    for (const auto& [key, v] : groups) {
+      if (v.size() < 3) continue;
+      // Robust (1.4826 x the median absolute deviation over the median): one odd micro-batch
+      // (the first one's warm-up, a prefetch it overlaps) is not a spread of lengths.
+      const double median = Median(v);
+      std::vector<double> dev;
+      for (double x : v) dev.push_back(std::fabs(x - median));
+      if (median <= 0) continue;
+      weighted += 1.4826 * Median(dev) / median * v.size();
+      ops += static_cast<int64_t>(v.size());
+    }
+  }
+  return ops > 0 ? weighted / ops : kUnknown;
+}
+
+// Communication ops left unmatched in the steps' graphs: how many, and where the first few are.
+void ReportUnmatched(const StragglerInput& in, StragglerAnalysis* a) {
+  for (size_t k = 0; k < in.steps.size(); ++k) {
+    const StepGraph& g = in.steps[k];
+    a->unmatched += static_cast<int>(g.unmatched().size());
+    for (int i : g.unmatched()) {
+      if (a->unmatched_examples.size() >= 5) break;
+      const StepOp& op = g.ops()[i];
+      const int64_t step = k < in.step_ids.size() ? in.step_ids[k] : static_cast<int64_t>(k);
+      a->unmatched_examples.push_back("step " + std::to_string(step) + " rank " + std::to_string(op.rank) + " (dp " +
+                                      std::to_string(op.dp) + ", stage " + std::to_string(op.stage) + ") " +
+                                      (in.types ? in.types->Name(op.type) : std::to_string(op.type)) + " #" +
+                                      std::to_string(op.seq));
+    }
+  }
+}
+
+// What a culprit with slowdown `s` costs: (1 - 1/s) x MFU_ideal; NaN without FLOPs and peak.
+double MfuLost(const StragglerAnalysis& a, double s) { return s > 0 ? (1 - 1 / s) * a.mfu_ideal : kUnknown; }
 
 }  // namespace
 
@@ -245,67 +295,41 @@ StragglerAnalysis StragglerAnalyzer::Run() {
   a.m_w = explained(fix[0]);
   a.m_s = explained(fix[1]);
 
-  // Sequence-length imbalance: one op's compute across the micro-batches of a worker's step.
-  {
-    double weighted = 0;
-    int64_t ops = 0;
-    for (const StepGraph& g : in_.steps) {
-      // One op of the program, across micro-batches: (rank, type, its occurrence within its
-      // micro-batch) -> durations (ops come by rank, then start).
-      std::map<std::tuple<int, int, int>, std::vector<double>> groups;
-      std::map<std::tuple<int, int, int>, int> within;  // (rank, type, micro-batch) -> ops so far
-      for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
-        const StepOp& op = g.ops()[i];
-        if (op.lane == COMPUTE && op.microbatch >= 0 && !g.in_collective(i)) {
-          const int nth = within[{op.rank, op.type, op.microbatch}]++;
-          groups[{op.rank, op.type, nth}].push_back(static_cast<double>(op.work_ns));
-        }
-      }
-      for (const auto& [key, v] : groups) {
-        if (v.size() < 3) continue;
-        // Robust (1.4826 x the median absolute deviation over the median): one odd micro-batch
-        // (the first one's warm-up, a prefetch it overlaps) is not a spread of lengths.
-        const double median = Median(v);
-        std::vector<double> dev;
-        for (double x : v) dev.push_back(std::fabs(x - median));
-        if (median <= 0) continue;
-        weighted += 1.4826 * Median(dev) / median * v.size();
-        ops += static_cast<int64_t>(v.size());
-      }
-    }
-    a.sequence_cv = ops > 0 ? weighted / ops : kUnknown;
-  }
+  a.sequence_cv = SequenceSpread(in_.steps);
 
   const bool flops_known = in_.model_flops_per_step > 0 && in_.peak_flops_per_gpu > 0 && in_.world_size > 0;
   a.mfu_ideal = flops_known && ideal > 0
                     ? Mfu(in_.model_flops_per_step, in_.world_size, in_.peak_flops_per_gpu, ideal / 1e9)
                     : kUnknown;
-  auto mfu_lost = [&](double s) { return flops_known && s > 0 ? (1 - 1 / s) * a.mfu_ideal : kUnknown; };
 
-  // Unmatched communication, reported with where it is.
-  for (int k = 0; k < steps; ++k) {
-    const StepGraph& g = in_.steps[k];
-    a.unmatched += static_cast<int>(g.unmatched().size());
-    for (int i : g.unmatched()) {
-      if (a.unmatched_examples.size() >= 5) break;
-      const StepOp& op = g.ops()[i];
-      a.unmatched_examples.push_back("step " + std::to_string(a.steps[k].step) + " rank " + std::to_string(op.rank) +
-                                     " (dp " + std::to_string(op.dp) + ", stage " + std::to_string(op.stage) + ") " +
-                                     (in_.types ? in_.types->Name(op.type) : std::to_string(op.type)) + " #" +
-                                     std::to_string(op.seq));
-    }
-  }
+  ReportUnmatched(in_, &a);
 
   std::stable_sort(a.steps.begin(), a.steps.end(),
                    [](const StepSlowdown& x, const StepSlowdown& y) { return x.step < y.step; });
 
-  // Findings.
-  if (!(a.slowdown - 1 >= options_.min_slowdown)) return a;
-  if (a.m_w >= options_.explained) {
+  Attribution at;
+  at.nodelay = nodelay;
+  at.ideal = ideal;
+  at.replayed_workers = replayed_workers;
+  at.worker_s = worker_s;
+  at.fixed = fixed;
+  at.last_stage = last_stage;
+  Explain(at, &a);
+  return a;
+}
+
+void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) const {
+  const double loss_ns = at.nodelay - at.ideal;
+  auto ratio = [&](double t) { return at.ideal > 0 ? t / at.ideal : kUnknown; };
+  const int workers = in_.dp * in_.pp;
+  std::vector<double> by_s(workers, -1);
+  for (int w : at.replayed_workers) by_s[w] = at.worker_s[w];
+  if (!(a->slowdown - 1 >= options_.min_slowdown)) return;
+  if (a->m_w >= options_.explained) {
     // Name workers one by one, each only if making it ideal (beyond those named before it)
     // recovers its share of the loss.
-    std::vector<int> named, pool = Top(replayed_workers, by_s, std::max<size_t>(fix_count, 4));
-    double t_named = nodelay;
+    std::vector<int> named, pool = Top(at.replayed_workers, by_s, std::max<size_t>(at.fixed.size(), 4));
+    double t_named = at.nodelay;
     for (int w : pool) {
       std::vector<int> with = named;
       with.push_back(w);
@@ -318,65 +342,63 @@ StragglerAnalysis StragglerAnalyzer::Run() {
     for (int w : named) {
       const std::vector<double> parts = MeanSpans({{Scope::kWorkerCompute, {w}}, {Scope::kWorkerTransfer, {w}}});
       StragglerCause c;
-      const bool link = parts[1] - ideal > parts[0] - ideal;
+      const bool link = parts[1] - at.ideal > parts[0] - at.ideal;
       c.kind = link ? "slow_link" : "worker";
       c.dp = w / in_.pp;
       c.stage = w % in_.pp;
-      c.slowdown = worker_s[w];
-      c.m = a.m_w;
-      c.mfu_lost = mfu_lost(c.slowdown);
+      c.slowdown = at.worker_s[w];
+      c.m = a->m_w;
+      c.mfu_lost = MfuLost(*a, c.slowdown);
       char buf[256];
       std::snprintf(buf, sizeof buf,
                     "worker (dp %d, stage %d) alone: S_w = %.3f (its compute %.3f, its transfers %.3f); making "
                     "the top %zu worker(s) ideal recovers M_W = %.0f%% of the loss",
-                    c.dp, c.stage, c.slowdown, ratio(parts[0]), ratio(parts[1]), fixed.size(), 100 * a.m_w);
+                    c.dp, c.stage, c.slowdown, ratio(parts[0]), ratio(parts[1]), at.fixed.size(), 100 * a->m_w);
       c.evidence = buf;
-      a.findings.push_back(c);
+      a->findings.push_back(c);
     }
   }
-  if (a.findings.empty() && a.m_s >= options_.explained) {
+  if (a->findings.empty() && a->m_s >= options_.explained) {
     StragglerCause c;
     c.kind = "stage_imbalance";
-    c.stage = last_stage;
-    for (const auto& [st, s] : a.by_stage) {
-      if (st == last_stage) c.slowdown = s;
+    c.stage = at.last_stage;
+    for (const auto& [st, s] : a->by_stage) {
+      if (st == at.last_stage) c.slowdown = s;
     }
-    c.m = a.m_s;
-    c.mfu_lost = mfu_lost(c.slowdown);
+    c.m = a->m_s;
+    c.mfu_lost = MfuLost(*a, c.slowdown);
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "the last stage (%d) alone: S = %.3f; making it ideal recovers M_S = %.0f%% of the loss, making "
                   "the top worker(s) ideal only M_W = %.0f%%",
-                  last_stage, c.slowdown, 100 * a.m_s, 100 * a.m_w);
+                  at.last_stage, c.slowdown, 100 * a->m_s, 100 * a->m_w);
     c.evidence = buf;
-    a.findings.push_back(c);
+    a->findings.push_back(c);
   }
-  if (a.findings.empty()) {
+  if (a->findings.empty()) {
     StragglerCause c;
     char buf[320];
-    if (a.sequence_cv >= options_.sequence_cv) {
+    if (a->sequence_cv >= options_.sequence_cv) {
       c.kind = "sequence_imbalance";
-      c.slowdown = a.slowdown;
+      c.slowdown = a->slowdown;
       c.m = kUnknown;
       std::snprintf(buf, sizeof buf,
                     "one op's compute varies by %.1f%% (coefficient of variation) across the micro-batches of a "
                     "worker's step; no worker (M_W = %.0f%%) nor the last stage (M_S = %.0f%%) explains the loss",
-                    100 * a.sequence_cv, 100 * a.m_w, 100 * a.m_s);
+                    100 * a->sequence_cv, 100 * a->m_w, 100 * a->m_s);
     } else {
       c.kind = "op_type";
-      c.optype = a.by_optype.empty() ? "" : a.by_optype[0].first;
-      c.slowdown = a.by_optype.empty() ? kUnknown : a.by_optype[0].second;
-      c.m = loss_ns > 0 ? (c.slowdown - 1) / (a.slowdown - 1) : kUnknown;
+      c.optype = a->by_optype.empty() ? "" : a->by_optype[0].first;
+      c.slowdown = a->by_optype.empty() ? kUnknown : a->by_optype[0].second;
+      c.m = loss_ns > 0 ? (c.slowdown - 1) / (a->slowdown - 1) : kUnknown;
       std::snprintf(buf, sizeof buf,
                     "op type %s alone: S_t = %.3f, %.0f%% of the loss; no worker (M_W = %.0f%%) nor the last stage "
                     "(M_S = %.0f%%) explains it",
-                    c.optype.c_str(), c.slowdown, 100 * c.m, 100 * a.m_w, 100 * a.m_s);
+                    c.optype.c_str(), c.slowdown, 100 * c.m, 100 * a->m_w, 100 * a->m_s);
     }
-    c.mfu_lost = mfu_lost(c.slowdown);
+    c.mfu_lost = MfuLost(*a, c.slowdown);
     c.evidence = buf;
-    a.findings.push_back(c);
-  }
-  return a;
-}
+    a->findings.push_back(c);
+  }}
 
 }  // namespace megascale

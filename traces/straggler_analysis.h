@@ -79,7 +79,17 @@ class StragglerAnalyzer {
                 kWorkerTransfer } kind;
     std::vector<int> ids;   // the types, workers, DP ranks or stages it names
   };
+  // What the attribution leaves for the findings.
+  struct Attribution {
+    double nodelay = 0, ideal = 0;     // mean spans, ns
+    std::vector<int> replayed_workers;
+    std::vector<double> worker_s;      // S_w by worker (NaN: not replayed)
+    std::vector<int> fixed;            // the workers M_W made ideal
+    int last_stage = 0;
+  };
   void ComputeIdeal();
+  // The findings (step 5 above).
+  void Explain(const Attribution& at, StragglerAnalysis* a) const;
   // Mean span over the steps of each scope, in ns; `per_step`, if given, gets [scope][step].
   std::vector<double> MeanSpans(const std::vector<Scope>& scopes,
                                 std::vector<std::vector<double>>* per_step = nullptr) const;
