@@ -94,7 +94,7 @@ std::string StragglerAnalysisText(const StragglerAnalysis& a) {
   }
   for (const StragglerCause& c : a.findings) {
     out += "  finding: " + c.kind + ", " + CauseName(c) + ": " + c.evidence + "; MFU lost " +
-           Figure("%.2f", 100 * c.mfu_lost) + " points\n";
+           Figure("%.2f points", 100 * c.mfu_lost) + "\n";
   }
   out += "  op types (S_t):";
   for (size_t i = 0; i < a.by_optype.size() && i < 6; ++i) {
