@@ -45,7 +45,11 @@ class RowBuilder {
     }
     MS_RETURN_IF_ERROR(Seconds(cells, kStart, line, &row.start_s));
     MS_RETURN_IF_ERROR(Seconds(cells, kDuration, line, &row.duration_s));
+    // Times become int64 nanoseconds: a clock within +-4e9 s (Unix time until 2096) and an op
+    // shorter than 1e6 s (11 days) keep every sum of them in range.
+    if (std::fabs(row.start_s) > 4e9) return Bad(line, kStart, cells[kStart], "must be within +-4e9 seconds");
     if (row.duration_s < 0) return Bad(line, kDuration, cells[kDuration], "must be >= 0 seconds");
+    if (row.duration_s > 1e6) return Bad(line, kDuration, cells[kDuration], "must be at most 1e6 seconds");
     out_.rows.push_back(row);
     return Status::Ok();
   }

@@ -93,6 +93,10 @@ TEST(TimerImport, BadRowsNameTheLineAndTheField) {
   EXPECT_NE(bad_number.find("line 2: duration = \"abc\": must be finite seconds"), std::string::npos) << bad_number;
   EXPECT_NE(ImportError(std::string(kHeaderLine) + "0,0,0,0,gc,0.1,-1,0,0,-1,0\n").find("must be >= 0 seconds"),
             std::string::npos);
+  EXPECT_NE(ImportError(std::string(kHeaderLine) + "0,0,0,0,gc,0.1,inf,0,0,-1,0\n").find("must be finite seconds"),
+            std::string::npos);
+  EXPECT_NE(ImportError(std::string(kHeaderLine) + "0,0,0,0,gc,-1e300,1,0,0,-1,0\n").find("start_ts = \"-1e300\": must be within"),
+            std::string::npos);
   EXPECT_NE(ImportError(std::string(kHeaderLine) + "0,0,0,1.5,gc,0.1,1,0,0,-1,0\n").find("step = \"1.5\": must be an integer"),
             std::string::npos);
   // Sizes that do not match the ranks: rank 4 in a 2 x 2 job.
