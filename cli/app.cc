@@ -20,6 +20,28 @@ int ExitCodeFor(const Status& s) {
   }
 }
 
+// A file flag or argument given an empty path ("--trace ''") names no file: refused, not read as
+// "none asked for".
+Status RefuseEmptyPaths(const CLI::App& app) {
+  static const char* const kPaths[] = {"scenario", "trace", "--trace", "--chrome", "--html", "--heatmap",
+                                       "--timeline", "--meta", "--csv", "--svg"};
+  for (const CLI::App* cmd : app.get_subcommands()) {
+    for (const char* name : kPaths) {
+      const CLI::Option* opt = nullptr;
+      try {
+        opt = cmd->get_option(name);
+      } catch (const CLI::OptionNotFound&) {
+        continue;
+      }
+      if (opt->count() == 0) continue;
+      for (const std::string& value : opt->results()) {
+        if (value.empty()) return Status::BadField(name, "''", "must name a file");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -132,7 +154,11 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
-  Status status;
+  Status status = RefuseEmptyPaths(app);
+  if (!status.ok()) {
+    std::cerr << "megascale: error: " << status.message() << "\n";
+    return ExitCodeFor(status);
+  }
   if (*plan_cmd) status = RunPlan(plan);
   else if (*sweep_cmd) status = RunSweep(sweep);
   else if (*sim_cmd) status = RunSimulate(sim);

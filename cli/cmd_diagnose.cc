@@ -10,6 +10,7 @@
 
 #include "base/atomic_file.h"
 #include "cli/commands.h"
+#include "cli/file_args.h"
 #include "traces/chrome_export.h"
 #include "traces/diagnose_input.h"
 #include "traces/html_report.h"
@@ -23,24 +24,6 @@ std::string Quoted(const std::string& s) { return "'" + s + "'"; }
 
 bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-Status CheckReadable(const std::string& field, const std::string& path) {
-  if (::access(path.c_str(), R_OK) != 0) {
-    return Status::BadField(field, Quoted(path), "no such file, or not readable");
-  }
-  return Status::Ok();
-}
-
-// The folder an output goes to must exist and be writable (AtomicFile writes beside the target).
-Status CheckWritable(const std::string& field, const std::string& path) {
-  if (path.empty()) return Status::BadField(field, "''", "must name a file");
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return Status::BadField(field, Quoted(path), "its folder '" + dir + "' does not exist or is not writable");
-  }
-  return Status::Ok();
 }
 
 Result<double> ParseThreshold(const std::string& text) {
@@ -63,19 +46,21 @@ Status RunDiagnose(const DiagnoseArgs& args) {
   MS_ASSIGN_OR_RETURN(input.format, ParseTraceFormat(args.format));
   input.meta_path = args.meta;
   if (!args.quiet) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  MS_RETURN_IF_ERROR(CheckReadable("trace", args.trace));
-  if (!args.meta.empty()) MS_RETURN_IF_ERROR(CheckReadable("--meta", args.meta));
-  if (!args.html.empty()) MS_RETURN_IF_ERROR(CheckWritable("--html", args.html));
+  MS_RETURN_IF_ERROR(CheckInputFile("trace", args.trace));
+  if (!args.meta.empty()) MS_RETURN_IF_ERROR(CheckInputFile("--meta", args.meta));
+  if (!args.html.empty()) MS_RETURN_IF_ERROR(CheckOutputFile("--html", args.html));
   if (!args.timeline.empty()) {
-    MS_RETURN_IF_ERROR(CheckWritable("--timeline", args.timeline));
+    MS_RETURN_IF_ERROR(CheckOutputFile("--timeline", args.timeline));
     options.keep_ideal_timeline = true;
   }
   if (!args.heatmap.empty()) {
     if (!EndsWith(args.heatmap, ".svg") && !EndsWith(args.heatmap, ".csv")) {
       return Status::BadField("--heatmap", Quoted(args.heatmap), "must end in .svg or .csv");
     }
-    MS_RETURN_IF_ERROR(CheckWritable("--heatmap", args.heatmap));
+    MS_RETURN_IF_ERROR(CheckOutputFile("--heatmap", args.heatmap));
   }
+  MS_RETURN_IF_ERROR(CheckDistinct({{"trace", args.trace}, {"--meta", args.meta}},
+                                   {{"--html", args.html}, {"--heatmap", args.heatmap}, {"--timeline", args.timeline}}));
 
   MS_ASSIGN_OR_RETURN(DiagnosisReport report, DiagnoseInput(input, options));
   std::string why = "asked for";
@@ -102,6 +87,9 @@ Status RunDiagnose(const DiagnoseArgs& args) {
 }
 
 Status RunExport(const ExportArgs& args) {
+  MS_RETURN_IF_ERROR(CheckInputFile("trace", args.trace));
+  MS_RETURN_IF_ERROR(CheckOutputFile("--chrome", args.chrome));
+  MS_RETURN_IF_ERROR(CheckDistinct({{"trace", args.trace}}, {{"--chrome", args.chrome}}));
   MS_RETURN_IF_ERROR(ExportChromeTrace(args.trace, args.chrome));
   std::cerr << "wrote " << args.chrome << " (open it at ui.perfetto.dev)\n";
   return Status::Ok();

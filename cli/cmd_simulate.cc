@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/file_args.h"
 #include "cli/views.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"
@@ -71,12 +72,21 @@ Status RunSimulate(const SimulateArgs& args) {
   }
   if (args.quiet) scenario.mutable_sim()->set_progress(false);
 
+  if (!out->trace().empty()) MS_RETURN_IF_ERROR(CheckOutputFile("outputs.trace", out->trace()));
+  if (!out->chrome_trace().empty()) MS_RETURN_IF_ERROR(CheckOutputFile("outputs.chrome_trace", out->chrome_trace()));
+  MS_RETURN_IF_ERROR(CheckDistinct({{"scenario", args.scenario}},
+                                   {{"outputs.trace", out->trace()}, {"outputs.chrome_trace", out->chrome_trace()}}));
+
   MS_ASSIGN_OR_RETURN(Plan plan, BuildPlan(scenario));
 
-  // A Chrome export reads a trace file; without one asked for, write it beside the JSON and drop it.
+  // A Chrome export reads a trace file; without one asked for, write it to a new temporary file
+  // beside the JSON (never a file of the user's) and remove it on every way out.
   std::string trace_path = out->trace();
-  const bool temporary_trace = trace_path.empty() && !out->chrome_trace().empty();
-  if (temporary_trace) trace_path = out->chrome_trace() + ".trace";
+  std::unique_ptr<RemoveOnExit> temporary;
+  if (trace_path.empty() && !out->chrome_trace().empty()) {
+    MS_ASSIGN_OR_RETURN(trace_path, CreateTemporaryFile(out->chrome_trace(), "trace"));
+    temporary = std::make_unique<RemoveOnExit>(trace_path);
+  }
 
   DiagnosisEngine diagnosis;
   std::unique_ptr<TraceFileWriter> writer;
@@ -95,9 +105,7 @@ Status RunSimulate(const SimulateArgs& args) {
   MS_ASSIGN_OR_RETURN(SimStats stats, Simulate(scenario, plan, &fan));
   if (writer) MS_RETURN_IF_ERROR(writer->Close());
   if (!out->chrome_trace().empty()) {
-    Status exported = ExportChromeTrace(trace_path, out->chrome_trace());
-    if (temporary_trace) std::remove(trace_path.c_str());
-    MS_RETURN_IF_ERROR(exported);
+    MS_RETURN_IF_ERROR(ExportChromeTrace(trace_path, out->chrome_trace()));
   }
   DiagnosisReport report = diagnosis.Finish();
 

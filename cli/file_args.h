@@ -1,0 +1,42 @@
+// The files a command reads and writes, checked before any work starts, so that a bad path costs
+// nothing and no file the user did not name as an output is ever written, replaced or deleted.
+// Every failure is InvalidInput "<field> = '<path>': <rule>" (exit code 2). Thread-safe.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace megascale::cli {
+
+// A flag or argument and the path it names.
+using NamedPath = std::pair<std::string, std::string>;
+
+// The file exists and is readable.
+Status CheckInputFile(const std::string& field, const std::string& path);
+// The path names a file (not empty, not a folder) in a folder that exists and is writable (outputs
+// are written beside their target, then renamed over it).
+Status CheckOutputFile(const std::string& field, const std::string& path);
+// Each output is none of the inputs and none of the other outputs, by path or by identity (a
+// link, "./x" and "x"): writing it would destroy what the command reads or writes elsewhere.
+// Empty paths are skipped.
+Status CheckDistinct(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs);
+// A new, empty file beside `near` whose name no existing file has ("<near>.<tag>.XXXXXX"), for a
+// command's own temporary output; the caller removes it.
+Result<std::string> CreateTemporaryFile(const std::string& near, const std::string& tag);
+
+// Removes a file when it goes out of scope (every return path), unless released.
+class RemoveOnExit {
+ public:
+  explicit RemoveOnExit(std::string path) : path_(std::move(path)) {}
+  ~RemoveOnExit();
+  RemoveOnExit(const RemoveOnExit&) = delete;
+  RemoveOnExit& operator=(const RemoveOnExit&) = delete;
+
+ private:
+  std::string path_;
+};
+
+}  // namespace megascale::cli
