@@ -141,7 +141,7 @@ void EnumerateCandidates(const Scenario& base, const SearchAxes& axes, int num_g
               TrainingSpec t = base.training();
               t.set_global_batch(global_batch);
               t.set_micro_batch(mb);
-              const Status training_ok = validation::ResolveTraining(c.layout, &t);
+              const Status training_ok = validation::ResolveTraining(model, c.layout, &t);
               if (!training_ok.ok()) {
                 rejected->Add(training_ok, static_cast<int64_t>(axes.recompute.size()));
                 continue;

@@ -23,7 +23,7 @@ Result<Candidate> KeptLayout(const Scenario& s, int gpus, int64_t batch) {
   MS_RETURN_IF_ERROR(validation::ResolveLayout(cluster, s.model(), &c.layout));
   TrainingSpec t = s.training();
   t.set_global_batch(batch);
-  MS_RETURN_IF_ERROR(validation::ResolveTraining(c.layout, &t));
+  MS_RETURN_IF_ERROR(validation::ResolveTraining(s.model(), c.layout, &t));
   return c;
 }
 

@@ -6,6 +6,12 @@
 namespace megascale::validation {
 namespace {
 
+// What a real cluster can have, with room: a million GPUs; 3.2 Tbit/s NICs and switch ports;
+// 1,024 ports on a switch (the widest today have 512 x 100G).
+constexpr int kMaxGpus = 1 << 20;
+constexpr double kMaxGbps = 3200;
+constexpr int kMaxPorts = 1024;
+
 // NCCL's channel limit (MAXCHANNELS) and the chunk sizes its buffers allow.
 constexpr int kMaxChannels = 32;
 constexpr int64_t kMinChunkBytes = 1 << 10;
@@ -35,12 +41,12 @@ Status ResolveCluster(ClusterSpec* c) {
     for (const auto& n : topology::KnownGpus()) known += (known.empty() ? "" : ", ") + n;
     return Status::BadField("cluster.gpu", "\"" + c->gpu() + "\"", "must be one of " + known);
   }
-  MS_CHECK_FIELD(c->num_gpus() > 0, "cluster.num_gpus", c->num_gpus(), "must be > 0");
+  MS_CHECK_RANGE(c->num_gpus(), 1, kMaxGpus, "cluster.num_gpus", "a million GPUs at most");
   MS_CHECK_FIELD(c->gpus_per_node() >= 1 && c->gpus_per_node() <= 16, "cluster.gpus_per_node",
                  c->gpus_per_node(), "must be between 1 and 16");
   MS_CHECK_FIELD(c->num_gpus() % c->gpus_per_node() == 0, "cluster.num_gpus", c->num_gpus(),
                  "must be a multiple of cluster.gpus_per_node (" + Num(c->gpus_per_node()) + ")");
-  MS_CHECK_FIELD(c->nic_gbps() > 0, "cluster.nic_gbps", c->nic_gbps(), "must be > 0");
+  MS_CHECK_RANGE(c->nic_gbps(), 1e-3, kMaxGbps, "cluster.nic_gbps", "Gbit/s");
   MS_CHECK_FIELD(c->nics_per_node() >= 0 && c->nics_per_node() <= c->gpus_per_node(),
                  "cluster.nics_per_node", c->nics_per_node(),
                  "must be between 0 (one per GPU) and cluster.gpus_per_node (" +
@@ -48,21 +54,16 @@ Status ResolveCluster(ClusterSpec* c) {
   if (c->nics_per_node() == 0) c->set_nics_per_node(c->gpus_per_node());
   MS_CHECK_FIELD(c->gpus_per_node() % c->nics_per_node() == 0, "cluster.nics_per_node",
                  c->nics_per_node(), "must divide cluster.gpus_per_node (" + Num(c->gpus_per_node()) + ")");
-  MS_CHECK_FIELD(c->switch_port_gbps() > 0, "cluster.switch_port_gbps", c->switch_port_gbps(),
-                 "must be > 0");
-  MS_CHECK_FIELD(c->nodes_per_tor() > 0, "cluster.nodes_per_tor", c->nodes_per_tor(), "must be > 0");
-  MS_CHECK_FIELD(c->tors_per_pod() > 0, "cluster.tors_per_pod", c->tors_per_pod(), "must be > 0");
-  MS_CHECK_FIELD(c->link_latency_us() >= 0, "cluster.link_latency_us", c->link_latency_us(),
-                 "must be >= 0");
-  MS_CHECK_FIELD(c->nvlink_latency_us() >= 0, "cluster.nvlink_latency_us", c->nvlink_latency_us(),
-                 "must be >= 0");
-  MS_CHECK_FIELD(c->nvlink_gbytes_per_s() >= 0, "cluster.nvlink_gbytes_per_s",
-                 c->nvlink_gbytes_per_s(), "must be >= 0 (0 = the GPU's catalogue figure)");
-  MS_CHECK_FIELD(c->peak_tflops() >= 0, "cluster.peak_tflops", c->peak_tflops(),
-                 "must be >= 0 (0 = the GPU's catalogue figure)");
-  MS_CHECK_FIELD(c->hbm_gb() >= 0, "cluster.hbm_gb", c->hbm_gb(), "must be >= 0 (0 = catalogue)");
-  MS_CHECK_FIELD(c->hbm_gbytes_per_s() >= 0, "cluster.hbm_gbytes_per_s", c->hbm_gbytes_per_s(),
-                 "must be >= 0 (0 = catalogue)");
+  MS_CHECK_RANGE(c->switch_port_gbps(), 1e-3, kMaxGbps, "cluster.switch_port_gbps", "Gbit/s");
+  MS_CHECK_RANGE(c->nodes_per_tor(), 1, kMaxPorts, "cluster.nodes_per_tor", "a switch's ports");
+  MS_CHECK_RANGE(c->tors_per_pod(), 1, kMaxPorts, "cluster.tors_per_pod", "a switch's ports");
+  MS_CHECK_RANGE(c->link_latency_us(), 0.0, 1e6, "cluster.link_latency_us", "µs");
+  MS_CHECK_RANGE(c->nvlink_latency_us(), 0.0, 1e6, "cluster.nvlink_latency_us", "µs");
+  MS_CHECK_RANGE(c->nvlink_gbytes_per_s(), 0.0, 1e5, "cluster.nvlink_gbytes_per_s",
+                 "0 = the GPU's catalogue figure");
+  MS_CHECK_RANGE(c->peak_tflops(), 0.0, 1e5, "cluster.peak_tflops", "0 = the GPU's catalogue figure");
+  MS_CHECK_RANGE(c->hbm_gb(), 0.0, 1e5, "cluster.hbm_gb", "0 = catalogue");
+  MS_CHECK_RANGE(c->hbm_gbytes_per_s(), 0.0, 1e6, "cluster.hbm_gbytes_per_s", "0 = catalogue");
   MS_RETURN_IF_ERROR(ResolveCollectives(c->mutable_collectives()));
   if (c->peak_tflops() == 0) c->set_peak_tflops(gpu->peak_flops / 1e12);
   if (c->hbm_gb() == 0) c->set_hbm_gb(gpu->hbm_bytes / 1e9);

@@ -3,9 +3,9 @@
 
 namespace megascale::validation {
 Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
-  MS_CHECK_FIELD(l->tp() > 0, "layout.tp", l->tp(), "must be > 0");
-  MS_CHECK_FIELD(l->pp() > 0, "layout.pp", l->pp(), "must be > 0");
-  MS_CHECK_FIELD(l->dp() > 0, "layout.dp", l->dp(), "must be > 0");
+  MS_CHECK_RANGE(l->tp(), 1, c.num_gpus(), "layout.tp", "at most cluster.num_gpus");
+  MS_CHECK_RANGE(l->pp(), 1, c.num_gpus(), "layout.pp", "at most cluster.num_gpus");
+  MS_CHECK_RANGE(l->dp(), 1, c.num_gpus(), "layout.dp", "at most cluster.num_gpus");
   const int64_t product = static_cast<int64_t>(l->tp()) * l->pp() * l->dp();
   if (product != c.num_gpus()) {
     return Status::InvalidInput("layout.tp x layout.pp x layout.dp = " + Num(l->tp()) + " x " +
@@ -20,7 +20,7 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
                  l->tp(),
                  "must divide cluster.gpus_per_node (" + Num(c.gpus_per_node()) +
                      "): tensor parallelism stays inside one NVSwitch node");
-  MS_CHECK_FIELD(l->virtual_stages() >= 1, "layout.virtual_stages", l->virtual_stages(), "must be >= 1");
+  MS_CHECK_RANGE(l->virtual_stages(), 1, m.layers(), "layout.virtual_stages", "at most model.layers");
   if (l->virtual_stages() > 1 && l->schedule() != INTERLEAVED_1F1B) {
     return Status::BadField("layout.virtual_stages", Num(l->virtual_stages()),
                             "values > 1 need layout.schedule: INTERLEAVED_1F1B");
@@ -53,9 +53,15 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   return Status::Ok();
 }
 
-Status ResolveTraining(const LayoutSpec& l, TrainingSpec* t) {
-  MS_CHECK_FIELD(t->global_batch() > 0, "training.global_batch", t->global_batch(), "must be > 0");
-  MS_CHECK_FIELD(t->micro_batch() > 0, "training.micro_batch", t->micro_batch(), "must be > 0");
+// Micro-batches per replica and layer passes per stage (micro-batches x layers on the stage) a plan
+// may hold: a stage's program has ops for each pass.
+constexpr int64_t kMaxMicrobatches = 16384;
+constexpr int64_t kMaxLayerPasses = 65536;
+
+Status ResolveTraining(const ModelSpec& m, const LayoutSpec& l, TrainingSpec* t) {
+  const int64_t layers = m.layers();
+  MS_CHECK_RANGE(t->global_batch(), 1, int64_t{1} << 24, "training.global_batch", "sequences");
+  MS_CHECK_RANGE(t->micro_batch(), 1, 1 << 16, "training.micro_batch", "sequences");
   MS_CHECK_FIELD(t->steps() >= 1 && t->steps() <= 1000000, "training.steps", t->steps(),
                  "must be between 1 and 1000000");
   const int64_t per_round = static_cast<int64_t>(t->micro_batch()) * l.dp();
@@ -65,6 +71,16 @@ Status ResolveTraining(const LayoutSpec& l, TrainingSpec* t) {
                                 Num(per_round) + ")");
   }
   const int64_t microbatches = t->global_batch() / per_round;
+  // Every stage's program holds each micro-batch's pass through each of its layers: bounded so
+  // that a plan stays within a few hundred MB (65,536 layer-passes: ~430 MB, measured).
+  const int64_t passes = microbatches * (layers / l.pp());
+  if (microbatches > kMaxMicrobatches || passes > kMaxLayerPasses) {
+    return Status::InvalidInput(
+        "micro-batches per replica = training.global_batch / (training.micro_batch x layout.dp) = " +
+        Num(microbatches) + ", x " + Num(layers / l.pp()) + " layers per stage = " + Num(passes) +
+        ": must be at most " + Num(kMaxMicrobatches) + " micro-batches and " + Num(kMaxLayerPasses) +
+        " layer passes per stage (a larger micro_batch or dp, or more stages)");
+  }
   if (l.virtual_stages() > 1 && microbatches % l.pp() != 0) {
     return Status::InvalidInput(
         "micro-batches per replica = training.global_batch / (training.micro_batch x layout.dp) = " +

@@ -25,18 +25,20 @@ Status ResolveModel(ModelSpec* m) {
                                   " is missing: set it, or name a model.preset that sets it");
     }
   }
-  MS_CHECK_FIELD(m->layers() > 0, "model.layers", m->layers(), "must be > 0");
-  MS_CHECK_FIELD(m->hidden() > 0, "model.hidden", m->hidden(), "must be > 0");
-  MS_CHECK_FIELD(m->heads() > 0, "model.heads", m->heads(), "must be > 0");
+  // What a real model can have, with room (the largest published: ~200 layers, hidden 25,600,
+  // 128k-token contexts, 256k vocabularies).
+  MS_CHECK_RANGE(m->layers(), 1, 1000, "model.layers", "");
+  MS_CHECK_RANGE(m->hidden(), 1, 1 << 20, "model.hidden", "");
+  MS_CHECK_RANGE(m->heads(), 1, 1 << 16, "model.heads", "");
   MS_CHECK_FIELD(m->hidden() % m->heads() == 0, "model.hidden", m->hidden(),
                  "must be a multiple of model.heads (" + Num(m->heads()) + ")");
-  MS_CHECK_FIELD(m->seq_len() > 0, "model.seq_len", m->seq_len(), "must be > 0");
-  MS_CHECK_FIELD(m->vocab() > 0, "model.vocab", m->vocab(), "must be > 0");
-  MS_CHECK_FIELD(m->kv_heads() >= 0, "model.kv_heads", m->kv_heads(), "must be >= 0 (0 = heads)");
+  MS_CHECK_RANGE(m->seq_len(), 1, 1 << 24, "model.seq_len", "tokens");
+  MS_CHECK_RANGE(m->vocab(), 1, 1 << 24, "model.vocab", "");
+  MS_CHECK_RANGE(m->kv_heads(), 0, m->heads(), "model.kv_heads", "0 = heads");
   if (m->kv_heads() == 0) m->set_kv_heads(m->heads());
   MS_CHECK_FIELD(m->heads() % m->kv_heads() == 0, "model.kv_heads", m->kv_heads(),
                  "must divide model.heads (" + Num(m->heads()) + ")");
-  MS_CHECK_FIELD(m->ffn_hidden() >= 0, "model.ffn_hidden", m->ffn_hidden(), "must be >= 0 (0 = 4 x hidden)");
+  MS_CHECK_RANGE(m->ffn_hidden(), 0, 1 << 22, "model.ffn_hidden", "0 = 4 x hidden");
   if (m->ffn_hidden() == 0) m->set_ffn_hidden(4 * m->hidden());
   MS_CHECK_FIELD(m->sliding_window() >= 0 && m->sliding_window() <= m->seq_len(),
                  "model.sliding_window", m->sliding_window(),

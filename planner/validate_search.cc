@@ -82,7 +82,7 @@ Status ResolveSearch(Scenario* s) {
   // Keep the scenario's own layout when it is valid here.
   LayoutSpec own = s->layout();
   TrainingSpec training = s->training();
-  if (ResolveLayout(s->cluster(), s->model(), &own).ok() && ResolveTraining(own, &training).ok()) {
+  if (ResolveLayout(s->cluster(), s->model(), &own).ok() && ResolveTraining(s->model(), own, &training).ok()) {
     return Status::Ok();
   }
   const int node = s->cluster().gpus_per_node();

@@ -24,13 +24,19 @@ inline std::string Num(int v) { return std::to_string(v); }
 Status ResolveCluster(ClusterSpec* c);
 Status ResolveModel(ModelSpec* m);
 Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l);
-Status ResolveTraining(const LayoutSpec& l, TrainingSpec* t);
+Status ResolveTraining(const ModelSpec& m, const LayoutSpec& l, TrainingSpec* t);
 Status ResolveFaults(const ClusterSpec& c, FaultSpec* f);
 Status ResolveSim(const ClusterSpec& c, SimSpec* s);
 Status ResolveOutputs(OutputSpec* o);
 Status ResolveReliability(ReliabilitySpec* r);
 
 }  // namespace megascale::validation
+
+// A number within [lo, hi]: what a real cluster or model can have. NaN and infinity fail it too.
+#define MS_CHECK_RANGE(value, lo, hi, field, what)                                                     \
+  MS_CHECK_FIELD((value) >= (lo) && (value) <= (hi), field, value,                                     \
+                 "must be between " + ::megascale::validation::Num(lo) + " and " +                     \
+                     ::megascale::validation::Num(hi) + (std::string(what).empty() ? "" : " (" + std::string(what) + ")"))
 
 #define MS_CHECK_FIELD(cond, field, value, rule)                                          \
   do {                                                                                    \
