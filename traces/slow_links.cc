@@ -148,10 +148,9 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
     evidence[r] = evidence[r] < 0 ? ratio : std::min(evidence[r], ratio);
   };
   int judged = 0, slow_flows = 0;
-  std::set<int> rings_done;
   for (int r = 0; r < world && dp_ > 1; ++r) {
+    if (layout_->CoordsOf(r).dp != 0) continue;  // each ring once, from its first member: O(world)
     const std::vector<int> ring = layout_->DpGroup(r);
-    if (!rings_done.insert(ring.front()).second) continue;
     const int m = static_cast<int>(ring.size());
     for (int i = 0; i < m; ++i) {
       // In a ring, a member's time is the slower of its two flows (from its predecessor, to its

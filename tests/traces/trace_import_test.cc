@@ -147,6 +147,58 @@ TEST(ChromeImport, InvalidJsonNamesThePath) {
   std::remove(json.c_str());
 }
 
+// A Chrome trace distrusted (issue 15): each field out of its range is refused naming the element,
+// the field, the value and the rule; a file with no trace event is no trace.
+TEST(ChromeImport, HostileElementsAreRefusedByIndexAndField) {
+  const std::string path = TempPath("hostile.json");
+  const std::string x = R"({"ph":"X","name":"FFN_UP_GEMM fwd","pid":0,"tid":0,"ts":0,"dur":1,"args":{"step":0}})";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"traceEvents":[)" + x + R"(,{"ph":"X","name":"FFN_UP_GEMM fwd","pid":2147483647,"ts":0,"dur":1}]})",
+       "traceEvents[1].pid = 2147483647: must be between 0 and 1048575"},
+      {R"({"traceEvents":[{"ph":"X","name":"FFN_UP_GEMM fwd","pid":0,"ts":5,"dur":-3}]})",
+       "traceEvents[0].dur = -3: must be between 0"},
+      {R"({"traceEvents":[{"ph":"X","name":"FFN_UP_GEMM fwd","pid":0,"ts":1e300,"dur":1}]})",
+       "traceEvents[0].ts = 1e+300: must be within"},
+      {R"({"traceEvents":[{"ph":"X","name":"FFN_UP_GEMM fwd","pid":0.5,"ts":0,"dur":1}]})",
+       "traceEvents[0].pid = 0.5: must be an integer"},
+      {R"({"traceEvents":[{"ph":"X","name":"FFN_UP_GEMM fwd","pid":0,"ts":"soon","dur":1}]})",
+       "traceEvents[0].ts = \"soon\": must be a number"},
+      {R"({"traceEvents":[{"ph":"X","name":"FFN_UP_GEMM fwd","pid":0,"ts":0,"dur":1,"args":{"flops":-1}}]})",
+       "traceEvents[0].flops = -1: must be a finite number >= 0"},
+      {R"({})", "holds no trace events"},
+      {R"([])", "holds no trace events"},
+      {R"({"traceEvents":[)" + x + R"(],"otherData":{"header":{"worldSize":1,"tp":2,"pp":1,"dp":1}}})",
+       "otherData.header.world_size = 1 (tp 2, pp 1, dp 1): must be tp x pp x dp"},
+  };
+  for (const auto& [json, expected] : cases) {
+    ASSERT_TRUE(WriteFileAtomically(path, json).ok());
+    CollectSink got;
+    Result<ImportStats> r = ImportChromeTrace(path, &got);
+    ASSERT_FALSE(r.ok()) << json;
+    EXPECT_EQ(r.status().code(), Status::Code::kInvalidInput);
+    EXPECT_NE(r.status().message().find(expected), std::string::npos) << r.status().message();
+  }
+  std::remove(path.c_str());
+}
+
+// A header declaring a million ranks over a few events is read in time linear in the ranks (the
+// slow-link analysis built every rank's DP ring: quadratic, minutes).
+TEST(ChromeImport, AMillionDeclaredRanksOverEightEventsIsDiagnosed) {
+  std::string json = R"({"otherData":{"header":{"source":"sim","worldSize":1000000,"tp":1,"pp":1,"dp":1000000}},)"
+                     R"("traceEvents":[)";
+  for (int r = 0; r < 8; ++r) {
+    json += std::string(r ? "," : "") + R"({"ph":"X","name":"FFN_UP_GEMM fwd","tid":0,"dur":5,"pid":)" +
+            std::to_string(r) + R"(,"ts":)" + std::to_string(10 * r) + "}";
+  }
+  const std::string path = TempPath("million.json");
+  ASSERT_TRUE(WriteFileAtomically(path, json + "]}").ok());
+  Result<DiagnosisReport> r = DiagnoseInput({path, TraceFormat::kAuto, ""});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->world_size, 1000000);
+  EXPECT_EQ(r->recorded_ranks, 8);
+  std::remove(path.c_str());
+}
+
 // pp 2, dp 2, tp 1, TP_DP_PP: ranks 0, 1 on stage 0; 2, 3 on stage 1. Rows in start order per
 // rank, ranks interleaved; times in seconds.
 constexpr const char* kCsv =
