@@ -1,25 +1,53 @@
 #include "base/atomic_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
 
-namespace megascale {
+#include "base/signal_cleanup.h"
 
-AtomicFile::AtomicFile(std::string path)
-    : path_(std::move(path)), tmp_path_(path_ + ".tmp." + std::to_string(::getpid())) {}
+namespace megascale {
+namespace {
+
+// The process's umask, read once (reading it means setting it: done before any thread needs it).
+mode_t ProcessUmask() {
+  static const mode_t mask = [] {
+    const mode_t m = ::umask(022);
+    ::umask(m);
+    return m;
+  }();
+  return mask;
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {}
 
 AtomicFile::~AtomicFile() {
-  if (!committed_) {
+  if (!committed_ && !tmp_path_.empty()) {
     if (out_.is_open()) out_.close();
     std::remove(tmp_path_.c_str());
   }
 }
 
 Status AtomicFile::Open(bool binary) {
+  // A name no file has (mkstemp creates it), so no file of the user's is ever written or removed.
+  std::string name = path_ + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) {
+    return Status::IoError("cannot write output file '" + path_ + "': " + std::strerror(errno) +
+                           " (is its folder present and writable?)");
+  }
+  // mkstemp makes the file private (0600); an output gets the permissions any new file would.
+  ::fchmod(fd, 0666 & ~ProcessUmask());
+  ::close(fd);
+  tmp_path_ = name;
+  on_signal_ = std::make_unique<SignalCleanup>(tmp_path_);
   out_.open(tmp_path_, binary ? std::ios::out | std::ios::binary | std::ios::trunc
                               : std::ios::out | std::ios::trunc);
   if (!out_) {

@@ -1,11 +1,13 @@
 // Whole-file output that never leaves a partial file behind.
 //
-// AtomicFile writes to "<path>.tmp.<pid>" and renames it over <path> on Commit(). If the object is
-// destroyed without Commit() (an error, an exception), the temporary file is removed and <path> is
-// untouched. Not thread-safe: one writer per object.
+// AtomicFile writes to a new file "<path>.tmp.XXXXXX" (a name no file had) and renames it over
+// <path> on Commit(). If the object is destroyed without Commit() (an error, an exception), or the
+// process is stopped by SIGINT or SIGTERM meanwhile (signal_cleanup.h), the temporary file is
+// removed and <path> is untouched. Not thread-safe: one writer per object.
 #pragma once
 
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "base/status.h"
@@ -29,9 +31,10 @@ class AtomicFile {
 
  private:
   std::string path_;
-  std::string tmp_path_;
+  std::string tmp_path_;  // set by Open
   std::ofstream out_;
   bool committed_ = false;
+  std::unique_ptr<class SignalCleanup> on_signal_;
 };
 
 // Convenience: writes `content` to `path` atomically.

@@ -75,7 +75,7 @@ Result<std::string> CreateTemporaryFile(const std::string& near, const std::stri
   std::string name = near + "." + tag + ".XXXXXX";
   const int fd = ::mkstemp(name.data());
   if (fd < 0) return Status::IoError("cannot create a temporary file beside '" + near + "'");
-  ::close(fd);
+  ::close(fd);  // private (0600): it is the command's own, removed before it exits
   return name;
 }
 

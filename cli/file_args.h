@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/signal_cleanup.h"
 #include "base/status.h"
 
 namespace megascale::cli {
@@ -27,16 +28,18 @@ Status CheckDistinct(const std::vector<NamedPath>& inputs, const std::vector<Nam
 // command's own temporary output; the caller removes it.
 Result<std::string> CreateTemporaryFile(const std::string& near, const std::string& tag);
 
-// Removes a file when it goes out of scope (every return path), unless released.
+// Removes a file when it goes out of scope (every return path) or the process is stopped by
+// SIGINT or SIGTERM (base/signal_cleanup.h).
 class RemoveOnExit {
  public:
-  explicit RemoveOnExit(std::string path) : path_(std::move(path)) {}
+  explicit RemoveOnExit(std::string path) : path_(std::move(path)), on_signal_(path_) {}
   ~RemoveOnExit();
   RemoveOnExit(const RemoveOnExit&) = delete;
   RemoveOnExit& operator=(const RemoveOnExit&) = delete;
 
  private:
   std::string path_;
+  SignalCleanup on_signal_;
 };
 
 }  // namespace megascale::cli

@@ -7,6 +7,7 @@
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 
+#include "base/signal_cleanup.h"
 #include "sim/event_queue.h"
 #include "sim/fault_monitor.h"
 #include "sim/fault_plan.h"
@@ -88,6 +89,7 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   // Deliberately never destroyed: tearing down 10^5 links costs time and SimGrid cannot be
   // restarted in this process anyway.
   auto* engine = new sg4::Engine(&argc, argv);
+  ReassertSignalCleanup();  // SimGrid takes SIGINT over: remove our temporary files first
   ConfigureSimGrid();
   const int dp = plan.layout().dp();
   const int num_actors = plan.layout().pp() * dp;

@@ -41,8 +41,10 @@ inline CliResult RunCli(const std::string& args) {
   return r;
 }
 
+// A file of this test process's own (ctest runs tests side by side: a name shared between
+// processes could be read while another rewrites it).
 inline std::string WriteTemp(const std::string& name, const std::string& content) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(::getpid()) + "_" + name;
   std::ofstream(path) << content;
   return path;
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -245,8 +246,12 @@ const TimerTrace& SlowWorkerTimerTrace() {
     o.slow_stage = 1;
     o.slow_factor = 1.8;
     const testing_traces::TimerTraceGen gen(o);
-    return TimerTrace{WriteTemp("diag_cli_timer.csv", gen.Csv()), WriteTemp("diag_cli_timer.yaml", gen.MetaYaml()),
-                      gen.truth().slowdown};
+    // Per process: ctest runs the tests of this file side by side, and a shared name would be read
+    // while another process rewrites it.
+    const std::string csv = Temp("timer.csv"), yaml = Temp("timer.yaml");
+    std::ofstream(csv) << gen.Csv();
+    std::ofstream(yaml) << gen.MetaYaml();
+    return TimerTrace{csv, yaml, gen.truth().slowdown};
   }();
   return t;
 }

@@ -1,0 +1,30 @@
+// Files to remove if the process is stopped by SIGINT or SIGTERM while it writes them: a command's
+// temporary outputs (AtomicFile's, simulate's temporary trace). A registration installs handlers
+// for both signals that unlink every registered file, then do what was done before them (the
+// handler they replaced, else the default: the process dies of the signal). A library that takes
+// the signals over later (SimGrid's engine does) is chained the same way by
+// ReassertSignalCleanup(). Registration is thread-safe; the handler is async-signal-safe (it only
+// reads fixed buffers and calls unlink). At most 64 files at once: a registration beyond that is not
+// protected (protected_now() says so).
+#pragma once
+
+#include <string>
+
+namespace megascale {
+
+// Puts the cleanup handlers back in front of whatever took SIGINT or SIGTERM since.
+void ReassertSignalCleanup();
+
+class SignalCleanup {
+ public:
+  explicit SignalCleanup(const std::string& path);  // registers
+  ~SignalCleanup();                                  // unregisters (does not remove the file)
+  SignalCleanup(const SignalCleanup&) = delete;
+  SignalCleanup& operator=(const SignalCleanup&) = delete;
+  bool protected_now() const { return slot_ >= 0; }
+
+ private:
+  int slot_ = -1;
+};
+
+}  // namespace megascale
