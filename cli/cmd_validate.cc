@@ -4,11 +4,14 @@
 
 #include "cli/commands.h"
 #include "cli/views.h"
+#include "planner/plan_builder.h"
 
 namespace megascale::cli {
 
 Status RunValidate(const ValidateArgs& args) {
   MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
+  // Every check `plan` makes (the cluster graph, the schedule): what validate accepts, plan builds.
+  if (!scenario.search().enabled()) MS_RETURN_IF_ERROR(BuildPlan(scenario).status());
   std::string text;
   google::protobuf::TextFormat::PrintToString(scenario, &text);
   std::cout << "# " << args.scenario << " is valid; resolved with every default:\n" << text;
