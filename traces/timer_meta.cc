@@ -107,7 +107,7 @@ Result<TimerMeta> ReadTimerMeta(const std::string& path) {
   MS_ASSIGN_OR_RETURN(const int cp, keys.Size({"dsp_size", "cp_size", "cp", "dsp"}, 1));
   MS_ASSIGN_OR_RETURN(const int vpp, keys.Size({"vpp_size", "vpp"}, 1));
   const int64_t world = int64_t{dp} * pp * tp * cp;
-  if (world > (1 << 22)) return keys.Bad("world_size", std::to_string(world), "must be at most 4,194,304 ranks");
+  if (world > (1 << 20)) return keys.Bad("world_size", std::to_string(world), "must be at most 1,048,576 ranks");
   MS_ASSIGN_OR_RETURN(std::optional<std::string> given_world, keys.Scalar({"world_size"}));
   if (given_world && *given_world != std::to_string(world)) {
     return keys.Bad("world_size", *given_world,
