@@ -132,9 +132,18 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
   // names ("rank R (tp a, dp b, pp c)") and the pids give the layout and the world size.
   Json other;
   int max_pid = -1, max_tp = -1, max_dp = -1, max_pp = -1;
+  double first_ns = 0, last_ns = 0;  // the events' time span (double: hostile sums overflow)
+  bool timed = false;
   MS_RETURN_IF_ERROR(ParseChrome(json_path, [&](const Json& e, int64_t index) {
     const int pid = Arg<int>(e, "pid", -1, index, 0, kMaxRanks - 1);
     max_pid = std::max(max_pid, pid);
+    if (e.value("ph", "") == "X" || e.value("ph", "") == "i") {
+      const double start = static_cast<double>(MicrosToNs(e, "ts", index));
+      const double end = start + static_cast<double>(MicrosToNs(e, "dur", index, kMaxDurationMicros, true));
+      first_ns = timed ? std::min(first_ns, start) : start;
+      last_ns = timed ? std::max(last_ns, end) : end;
+      timed = true;
+    }
     if (e.value("ph", "") == "M" && e.value("name", "") == "process_name" && e.contains("args")) {
       int r, tp, dp, pp;
       const std::string name = e["args"].value("name", "");
@@ -182,6 +191,14 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
       header.set_rank_order(TP_DP_PP);
     }
   }
+  // At most 1e9 s (31 years) from the first event to the last; a clock far from 0 (Unix time) is
+  // moved to start at the first event: times and their differences stay far inside int64 ns.
+  if (last_ns - first_ns > 1e18) {
+    return Status::InvalidInput("Chrome trace '" + json_path + "': its events span " +
+                                std::to_string(static_cast<int64_t>((last_ns - first_ns) / 1e9)) +
+                                " s: must be at most 1e9 s");
+  }
+  const int64_t rebase = timed && std::fabs(first_ns) > 1e15 ? static_cast<int64_t>(first_ns) : 0;
   sink->OnHeader(header);
 
   // Pass 2: the events, statuses and the run's end.
@@ -209,7 +226,7 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
       ev.set_lane(static_cast<Lane>(Arg<int>(e, "tid", 0, index, 0, 1 << 16)));
       ev.set_kind(kind);
       ev.set_phase(phase);
-      ev.set_start_ns(MicrosToNs(e, "ts", index));
+      ev.set_start_ns(MicrosToNs(e, "ts", index) - rebase);
       ev.set_end_ns(ev.start_ns() + MicrosToNs(e, "dur", index, kMaxDurationMicros, /*non_negative=*/true));
       ev.set_step(Arg<int>(args, "step", 0, index, 0, 1 << 24));
       ev.set_op_id(Arg<uint32_t>(args, "op_id", 0, index, 0, UINT32_MAX));
@@ -234,12 +251,12 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
       }
       s.set_kind(kind);
       s.set_rank(Arg<int>(e, "pid", 0, index, 0, kMaxRanks - 1));
-      s.set_time_ns(MicrosToNs(e, "ts", index));
+      s.set_time_ns(MicrosToNs(e, "ts", index) - rebase);
       s.set_step(Arg<int>(args, "step", 0, index, 0, 1 << 24));
       s.set_op_id(Arg<uint32_t>(args, "op_id", 0, index, 0, UINT32_MAX));
       if (args.contains("detail") && args["detail"].is_string()) s.set_detail(args["detail"].get<std::string>());
-      if (args.contains("last_heartbeat_us")) s.set_last_heartbeat_ns(MicrosToNs(args, "last_heartbeat_us", index));
-      if (args.contains("last_op_end_us")) s.set_last_op_end_ns(MicrosToNs(args, "last_op_end_us", index));
+      if (args.contains("last_heartbeat_us")) s.set_last_heartbeat_ns(MicrosToNs(args, "last_heartbeat_us", index) - rebase);
+      if (args.contains("last_op_end_us")) s.set_last_op_end_ns(MicrosToNs(args, "last_op_end_us", index) - rebase);
       OpKind op_kind;
       if (args.contains("op_kind") && args["op_kind"].is_string() &&
           OpKind_Parse(args["op_kind"].get<std::string>(), &op_kind)) {
@@ -254,7 +271,7 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
       RunEnd r;
       if (args.contains("steps_completed")) r.set_steps_completed(Arg<int>(args, "steps_completed", 0, index, 0, 1 << 24));
       r.set_failed(args.contains("failed") && args["failed"].is_boolean() && args["failed"].get<bool>());
-      r.set_end_ns(MicrosToNs(e, "ts", index));
+      r.set_end_ns(MicrosToNs(e, "ts", index) - rebase);
       end = r;
     } else if (ph != "M") {
       ++stats.skipped;

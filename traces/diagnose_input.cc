@@ -153,6 +153,7 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   StragglerInput analysis_input;
   std::vector<int> graph_step;  // the dense step of each graph
   for (size_t j = 0; j < steps.size(); ++j) {
+    if (collector.events[j].empty()) continue;  // a step none of whose events was kept
     Result<StepGraph> built = StepGraph::Build(std::move(collector.events[j]), collector.header);
     collector.events[j] = {};
     if (!built.ok()) {

@@ -51,8 +51,10 @@ std::vector<int64_t> SolveOffsets(int ranks, int nodes, const std::vector<Constr
     bool changed = false;
     for (const Constraint& c : constraints) {
       if (dist[c.from] == kUnset) continue;
-      if (dist[c.from] + c.w < dist[c.to]) {
-        dist[c.to] = dist[c.from] + c.w;
+      int64_t d = 0;
+      if (__builtin_add_overflow(dist[c.from], c.w, &d)) return std::vector<int64_t>(ranks, 0);  // absurd clocks
+      if (d < dist[c.to]) {
+        dist[c.to] = d;
         changed = true;
       }
     }

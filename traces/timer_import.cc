@@ -29,6 +29,9 @@ namespace {
 
 // How far a profiler's no-op may sit from the compute it is compared with (clocks of one host).
 constexpr int64_t kNoOpSlackNs = 50'000;
+// Times beyond 1e6 s from 0 are moved to the first row; a trace spans at most 1e9 s.
+constexpr int64_t kFarNs = 1'000'000'000'000'000;
+constexpr double kMaxSpanNs = 1e18;
 
 std::string Where(const std::string& path, const TimerRow& r) {
   return "trace '" + path + "' line " + std::to_string(r.line);
@@ -99,9 +102,28 @@ Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, c
     own_clocks |= first_ns[k] < last_ns[k - 1];
     sparse |= ids[k] != ids[k - 1] + 1;
   }
+  // A trace may span at most 1e9 s (31 years), steps laid end to end or on its one clock: every
+  // time and every difference the analyses take then stays far inside int64 nanoseconds. (Summed
+  // in double: the sums of hostile times would overflow.)
+  double span = 0, lo_all = 0, hi_all = 0;
+  for (int k = 0; k < steps; ++k) {
+    span += static_cast<double>(last_ns[k]) - static_cast<double>(first_ns[k]);
+    lo_all = k == 0 ? static_cast<double>(first_ns[k]) : std::min(lo_all, static_cast<double>(first_ns[k]));
+    hi_all = k == 0 ? static_cast<double>(last_ns[k]) : std::max(hi_all, static_cast<double>(last_ns[k]));
+  }
+  if (!(own_clocks || sparse)) span = hi_all - lo_all;
+  if (span > kMaxSpanNs) {
+    return Status::InvalidInput("trace '" + path + "' spans " + std::to_string(static_cast<int64_t>(span / 1e9)) +
+                                " s from its first row to its last: must be at most 1e9 s");
+  }
   std::vector<int64_t> shift(steps, 0);
   if (own_clocks || sparse) {
-    for (int k = 1; k < steps; ++k) shift[k] = last_ns[k - 1] + shift[k - 1] - first_ns[k];
+    // Laid from 0: step k begins where step k-1 ended.
+    int64_t placed = 0;
+    for (int k = 0; k < steps; ++k) {
+      shift[k] = placed - first_ns[k];
+      placed += last_ns[k] - first_ns[k];
+    }
     stats.notes.push_back(std::string(own_clocks ? "each step has its own clock" : "steps are a sparse sample") +
                           " (" + std::to_string(steps) + " steps: " + StepList(ids) +
                           "): each step's time is its own span, from its first op to its last");
@@ -109,6 +131,12 @@ Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, c
   for (size_t i = 0; i < rows.size(); ++i) {
     start_ns[i] += shift[step_of[i]];
     end_ns[i] += shift[step_of[i]];
+  }
+  // One clock far from 0 (Unix time: 1.7e9 s) is moved to start at the first row.
+  int64_t lo = INT64_MAX;
+  for (size_t i = 0; i < rows.size(); ++i) lo = std::min(lo, start_ns[i]);
+  if (!rows.empty() && (lo < -kFarNs || lo > kFarNs)) {
+    for (size_t i = 0; i < rows.size(); ++i) start_ns[i] -= lo, end_ns[i] -= lo;
   }
 
   // Per step and rank, in start order: op ids, pair indices, collective sequence numbers.
