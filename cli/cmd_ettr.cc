@@ -9,6 +9,7 @@
 
 #include "base/atomic_file.h"
 #include "cli/commands.h"
+#include "cli/file_args.h"
 #include "cli/views.h"
 #include "planner/validate.h"
 #include "sim/ettr_experiment.h"
@@ -49,6 +50,8 @@ void PrintOutcome(const char* label, const EttrOutcome& o, double step_time_s) {
 
 Status RunEttr(const EttrArgs& args) {
   MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
+  if (!args.csv.empty()) MS_RETURN_IF_ERROR(CheckOutputFile("--csv", args.csv));
+  MS_RETURN_IF_ERROR(CheckDistinct({{"scenario", args.scenario}}, {{"--csv", args.csv}}));
   if (!scenario.has_reliability()) {  // no block: every default (sim/reliability.proto)
     scenario.mutable_reliability();
     MS_ASSIGN_OR_RETURN(scenario, ResolveScenario(scenario));

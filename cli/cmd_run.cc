@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "cli/commands.h"
+#include "cli/file_args.h"
 #include "cli/views.h"
 #include "exec/device_factory.h"
 #include "exec/mpi_communicator.h"
@@ -52,7 +53,9 @@ bool PrintsRunErrors() { return (g_world_rank >= 0 ? g_world_rank : LauncherRank
 
 Status RunRun(const RunArgs& args) {
   MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
-  if (args.steps < 0) return Status::BadField("--steps", std::to_string(args.steps), "must be > 0");
+  if (args.steps < 0 || args.steps > 1000000) {
+    return Status::BadField("--steps", std::to_string(args.steps), "must be between 1 and 1000000 (training.steps's rule)");
+  }
   MS_ASSIGN_OR_RETURN(Plan plan, BuildPlan(scenario));
   const RunSpec& spec = scenario.run();
   exec::RunOptions options = exec::RunOptionsFromSpec(spec);
@@ -80,6 +83,10 @@ Status RunRun(const RunArgs& args) {
   std::unique_ptr<TraceFileWriter> writer;
   Status opened;
   if (root && !trace.empty()) {
+    opened = CheckOutputFile(args.trace.empty() ? "outputs.trace" : "--trace", trace);
+    if (opened.ok()) opened = CheckDistinct({{"scenario", args.scenario}}, {{"--trace", trace}});
+  }
+  if (root && !trace.empty() && opened.ok()) {
     Result<std::unique_ptr<TraceFileWriter>> created = TraceFileWriter::Create(trace);
     if (created.ok()) writer = std::move(*created);
     else opened = created.status();

@@ -6,6 +6,7 @@
 
 #include "base/atomic_file.h"
 #include "cli/commands.h"
+#include "cli/file_args.h"
 #include "cli/svg_plot.h"
 #include "cli/views.h"
 #include "planner/search.h"
@@ -65,10 +66,13 @@ Status RunSweep(const SweepArgs& args) {
     if (args.batches.empty() && request.batches.size() > 1) request.batches.clear();
   }
   if (!args.batches.empty()) request.batches = args.batches;
-  MS_ASSIGN_OR_RETURN(std::vector<SweepPoint> points, megascale::RunSweep(scenario, request));
-
   const std::string csv = args.csv.empty() ? scenario.name() + ".sweep.csv" : args.csv;
   const std::string svg = args.svg.empty() ? scenario.name() + ".sweep.svg" : args.svg;
+  MS_RETURN_IF_ERROR(CheckOutputFile("--csv", csv));
+  MS_RETURN_IF_ERROR(CheckOutputFile("--svg", svg));
+  MS_RETURN_IF_ERROR(CheckDistinct({{"scenario", args.scenario}}, {{"--csv", csv}, {"--svg", svg}}));
+  MS_ASSIGN_OR_RETURN(std::vector<SweepPoint> points, megascale::RunSweep(scenario, request));
+
   MS_RETURN_IF_ERROR(WriteFileAtomically(csv, Csv(points)));
   MS_RETURN_IF_ERROR(WriteFileAtomically(svg, RenderSvg(Plot(scenario, points))));
 

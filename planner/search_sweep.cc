@@ -67,6 +67,12 @@ Result<std::vector<SweepPoint>> RunSweep(const Scenario& s, const SweepRequest& 
                                 std::to_string(gpus.size()) +
                                 " GPU counts: give one batch, one per GPU count, or one GPU count");
   }
+  // Each point is a layout search: a sweep is a curve of points, not a batch job.
+  constexpr size_t kMaxPoints = 1000;
+  if (gpus.size() > kMaxPoints) {
+    return Status::InvalidInput("sweep: " + std::to_string(gpus.size()) + " points: must be at most " +
+                                std::to_string(kMaxPoints));
+  }
   std::vector<SweepPoint> points;
   for (size_t i = 0; i < gpus.size(); ++i) {
     const int node = s.cluster().gpus_per_node();

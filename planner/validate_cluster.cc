@@ -6,9 +6,8 @@
 namespace megascale::validation {
 namespace {
 
-// What a real cluster can have, with room: a million GPUs; 3.2 Tbit/s NICs and switch ports;
-// 1,024 ports on a switch (the widest today have 512 x 100G).
-constexpr int kMaxGpus = 1 << 20;
+// What a real cluster can have, with room: 3.2 Tbit/s NICs and switch ports; 1,024 ports on a
+// switch (the widest today have 512 x 100G).
 constexpr double kMaxGbps = 3200;
 constexpr int kMaxPorts = 1024;
 

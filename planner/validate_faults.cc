@@ -9,6 +9,13 @@
 namespace megascale::validation {
 namespace {
 
+// A fault at most ~3 years into a job, a GPU at most 1,000 times slower than its peers (slower is a
+// failure, faults.failures), at most 1,024 greedy flows per link: what a real experiment can ask,
+// and what keeps the simulated clock and the flow count finite.
+constexpr double kMaxTimeS = 1e8;
+constexpr double kMinSpeed = 0.001;
+constexpr int kMaxFlowsPerLink = 1024;
+
 Status CheckRank(const ClusterSpec& c, bool has, int rank, const std::string& field) {
   if (!has) return Status::InvalidInput(field + " is missing");
   MS_CHECK_FIELD(rank >= 0 && rank < c.num_gpus(), field, rank,
@@ -82,8 +89,8 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
     if (!s->has_rank()) return Status::InvalidInput(field + ".rank is missing");
     MS_CHECK_FIELD(s->rank() >= 0 && s->rank() < c.num_gpus(), field + ".rank", s->rank(),
                    "must be a rank between 0 and cluster.num_gpus - 1 (" + Num(c.num_gpus() - 1) + ")");
-    MS_CHECK_FIELD(s->speed() > 0 && s->speed() <= 1, field + ".speed", s->speed(),
-                   "must be in (0, 1]: the GPU's speed relative to a healthy one");
+    MS_CHECK_RANGE(s->speed(), kMinSpeed, 1.0, field + ".speed",
+                   "the GPU's speed relative to a healthy one");
     MS_CHECK_FIELD(seen.insert(s->rank()).second, field + ".rank", s->rank(),
                    "appears twice: give each slow GPU one entry");
     s->set_speed(s->speed());
@@ -93,8 +100,8 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
     MS_CHECK_FIELD(r->fraction_of_nodes() >= 0 && r->fraction_of_nodes() <= 1,
                    "faults.random_stragglers.fraction_of_nodes", r->fraction_of_nodes(),
                    "must be in [0, 1]: the share of nodes that straggle");
-    MS_CHECK_FIELD(r->speed() > 0 && r->speed() <= 1, "faults.random_stragglers.speed", r->speed(),
-                   "must be in (0, 1]: the GPUs' speed relative to a healthy one");
+    MS_CHECK_RANGE(r->speed(), kMinSpeed, 1.0, "faults.random_stragglers.speed",
+                   "the GPUs' speed relative to a healthy one");
     r->set_fraction_of_nodes(r->fraction_of_nodes());
     r->set_speed(r->speed());
   }
@@ -105,7 +112,7 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
     if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
     MS_CHECK_FIELD(x->rank() >= 0 && x->rank() < c.num_gpus(), field + ".rank", x->rank(),
                    "must be a rank between 0 and cluster.num_gpus - 1 (" + Num(c.num_gpus() - 1) + ")");
-    MS_CHECK_FIELD(x->time_s() >= 0, field + ".time_s", x->time_s(), "must be >= 0");
+    MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
     x->set_kind(x->kind());
   }
   for (int i = 0; i < f->nic_flaps_size(); ++i) {
@@ -113,8 +120,9 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
     const std::string field = "faults.nic_flaps[" + Num(i) + "]";
     MS_RETURN_IF_ERROR(CheckRank(c, x->has_rank(), x->rank(), field + ".rank"));
     if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
-    MS_CHECK_FIELD(x->time_s() >= 0, field + ".time_s", x->time_s(), "must be >= 0");
-    MS_CHECK_FIELD(x->duration_s() > 0, field + ".duration_s", x->duration_s(), "must be > 0");
+    MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
+    MS_CHECK_FIELD(x->duration_s() > 0 && x->duration_s() <= kMaxTimeS, field + ".duration_s",
+                   x->duration_s(), "must be > 0 and at most " + Num(kMaxTimeS) + " s");
     x->set_duration_s(x->duration_s());
   }
   for (int i = 0; i < f->degraded_links_size(); ++i) {
@@ -124,7 +132,7 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
     MS_RETURN_IF_ERROR(CheckSelector(c, has_links, x->mutable_links(), field + ".links"));
     MS_CHECK_FIELD(x->fraction() > 0 && x->fraction() <= 1, field + ".fraction", x->fraction(),
                    "must be in (0, 1]: the share of the bandwidth left");
-    MS_CHECK_FIELD(x->time_s() >= 0, field + ".time_s", x->time_s(), "must be >= 0");
+    MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
     x->set_fraction(x->fraction());
     x->set_time_s(x->time_s());
   }
@@ -133,19 +141,22 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
     const std::string field = "faults.switch_failures[" + Num(i) + "]";
     MS_RETURN_IF_ERROR(CheckSwitch(c, x, field));
     if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
-    MS_CHECK_FIELD(x->time_s() >= 0, field + ".time_s", x->time_s(), "must be >= 0");
+    MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
   }
   for (int i = 0; i < f->background_size(); ++i) {
     BackgroundTraffic* x = f->mutable_background(i);
     const std::string field = "faults.background[" + Num(i) + "]";
     const bool has_links = x->has_links();  // before mutable_links() creates it
     MS_RETURN_IF_ERROR(CheckSelector(c, has_links, x->mutable_links(), field + ".links"));
-    MS_CHECK_FIELD(x->flows_per_link() >= 1, field + ".flows_per_link", x->flows_per_link(), "must be >= 1");
+    MS_CHECK_RANGE(x->flows_per_link(), 1, kMaxFlowsPerLink, field + ".flows_per_link",
+                   "each one a simulated flow on every selected link");
     MS_CHECK_FIELD(x->share_taken() >= 0 && x->share_taken() < 1, field + ".share_taken",
                    x->share_taken(), "must be in [0, 1): 0 = greedy flows, else the share of each link taken");
-    MS_CHECK_FIELD(x->start_s() >= 0, field + ".start_s", x->start_s(), "must be >= 0");
-    MS_CHECK_FIELD(x->end_s() == 0 || x->end_s() > x->start_s(), field + ".end_s", x->end_s(),
-                   "must be 0 (until the job ends) or > start_s (" + Num(x->start_s()) + ")");
+    MS_CHECK_RANGE(x->start_s(), 0.0, kMaxTimeS, field + ".start_s", "seconds into the job");
+    MS_CHECK_FIELD(x->end_s() == 0 || (x->end_s() > x->start_s() && x->end_s() <= kMaxTimeS),
+                   field + ".end_s", x->end_s(),
+                   "must be 0 (until the job ends) or > start_s (" + Num(x->start_s()) + ") and at most " +
+                       Num(kMaxTimeS) + " s");
     x->set_flows_per_link(x->flows_per_link());
     x->set_share_taken(x->share_taken());
     x->set_start_s(x->start_s());
@@ -156,16 +167,22 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
 
 // Above this size a step with one flow per GPU takes too long on SimGrid 3.32 (docs/simulator.md).
 constexpr int kPerGpuFlowsUpTo = 4096;
+// Timeouts, heartbeats and reroutes of at most a day (NCCL's default watchdog is 10 minutes).
+constexpr double kMaxTimeoutS = 86400;
 
 Status ResolveSim(const ClusterSpec& c, SimSpec* s) {
-  MS_CHECK_FIELD(s->collective_timeout_s() > 0, "sim.collective_timeout_s", s->collective_timeout_s(),
-                 "must be > 0");
-  MS_CHECK_FIELD(s->heartbeat_interval_s() > 0, "sim.heartbeat_interval_s", s->heartbeat_interval_s(),
-                 "must be > 0");
-  MS_CHECK_FIELD(s->heartbeat_timeout_s() >= s->heartbeat_interval_s(), "sim.heartbeat_timeout_s",
-                 s->heartbeat_timeout_s(),
-                 "must be >= sim.heartbeat_interval_s (" + Num(s->heartbeat_interval_s()) + ")");
-  MS_CHECK_FIELD(s->switch_reroute_s() > 0, "sim.switch_reroute_s", s->switch_reroute_s(), "must be > 0");
+  MS_CHECK_FIELD(s->collective_timeout_s() > 0 && s->collective_timeout_s() <= kMaxTimeoutS,
+                 "sim.collective_timeout_s", s->collective_timeout_s(),
+                 "must be > 0 and at most " + Num(kMaxTimeoutS) + " s");
+  MS_CHECK_FIELD(s->heartbeat_interval_s() > 0 && s->heartbeat_interval_s() <= kMaxTimeoutS,
+                 "sim.heartbeat_interval_s", s->heartbeat_interval_s(),
+                 "must be > 0 and at most " + Num(kMaxTimeoutS) + " s");
+  MS_CHECK_FIELD(s->heartbeat_timeout_s() >= s->heartbeat_interval_s() && s->heartbeat_timeout_s() <= kMaxTimeoutS,
+                 "sim.heartbeat_timeout_s", s->heartbeat_timeout_s(),
+                 "must be >= sim.heartbeat_interval_s (" + Num(s->heartbeat_interval_s()) + ") and at most " +
+                     Num(kMaxTimeoutS) + " s");
+  MS_CHECK_FIELD(s->switch_reroute_s() > 0 && s->switch_reroute_s() <= kMaxTimeoutS, "sim.switch_reroute_s",
+                 s->switch_reroute_s(), "must be > 0 and at most " + Num(kMaxTimeoutS) + " s");
   s->set_switch_reroute_s(s->switch_reroute_s());
   s->set_seed(s->seed());
   s->set_collective_timeout_s(s->collective_timeout_s());

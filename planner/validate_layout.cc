@@ -60,8 +60,8 @@ constexpr int64_t kMaxLayerPasses = 65536;
 
 Status ResolveTraining(const ModelSpec& m, const LayoutSpec& l, TrainingSpec* t) {
   const int64_t layers = m.layers();
-  MS_CHECK_RANGE(t->global_batch(), 1, int64_t{1} << 24, "training.global_batch", "sequences");
-  MS_CHECK_RANGE(t->micro_batch(), 1, 1 << 16, "training.micro_batch", "sequences");
+  MS_CHECK_RANGE(t->global_batch(), int64_t{1}, kMaxGlobalBatch, "training.global_batch", "sequences");
+  MS_CHECK_RANGE(t->micro_batch(), 1, kMaxMicroBatch, "training.micro_batch", "sequences");
   MS_CHECK_FIELD(t->steps() >= 1 && t->steps() <= 1000000, "training.steps", t->steps(),
                  "must be between 1 and 1000000");
   const int64_t per_round = static_cast<int64_t>(t->micro_batch()) * l.dp();

@@ -4,27 +4,41 @@
 namespace megascale::validation {
 namespace {
 
+// Recovery phases and steps of at most ~12 days; bandwidths of at most 1 PB/s; at most 20 million
+// failure draws over all trials (each a double kept for the interval search: 160 MB).
+constexpr double kMaxSeconds = 1e6;
+constexpr double kMaxGbytesPerS = 1e6;
+constexpr double kMaxDraws = 2e7;
+
 Status CheckSeconds(double v, const std::string& field) {
-  MS_CHECK_FIELD(std::isfinite(v) && v >= 0, field, v, "must be a number of seconds >= 0");
+  MS_CHECK_RANGE(v, 0.0, kMaxSeconds, field, "seconds");
   return Status::Ok();
 }
 
 Status CheckRate(double v, const std::string& field) {
-  MS_CHECK_FIELD(std::isfinite(v) && v > 0, field, v, "must be a bandwidth in GB/s > 0");
+  MS_CHECK_FIELD(v > 0 && v <= kMaxGbytesPerS, field, v,
+                 "must be a bandwidth in GB/s > 0 and at most " + Num(kMaxGbytesPerS));
   return Status::Ok();
 }
 
 }  // namespace
 
-Status ResolveReliability(ReliabilitySpec* r) {
-  MS_CHECK_FIELD(std::isfinite(r->failures_per_gpu_day()) && r->failures_per_gpu_day() > 0,
+Status ResolveReliability(const ClusterSpec& c, ReliabilitySpec* r) {
+  MS_CHECK_FIELD(r->failures_per_gpu_day() > 0 && r->failures_per_gpu_day() <= 1,
                  "reliability.failures_per_gpu_day", r->failures_per_gpu_day(),
-                 "must be > 0 (Llama 3 saw 419 interruptions in 54 days on 16,384 GPUs: 4.7e-4)");
+                 "must be > 0 and at most 1 (Llama 3 saw 419 interruptions in 54 days on 16,384 GPUs: "
+                 "4.7e-4)");
   MS_CHECK_FIELD(std::isfinite(r->days()) && r->days() > 0 && r->days() <= 3650, "reliability.days",
                  r->days(), "must be > 0 and at most 3650");
   MS_CHECK_FIELD(r->trials() >= 1 && r->trials() <= 100000, "reliability.trials", r->trials(),
                  "must be between 1 and 100000");
   MS_RETURN_IF_ERROR(CheckSeconds(r->step_time_s(), "reliability.step_time_s"));
+  // Each trial keeps its failure times (sim/ettr.cc): their expected count bounds the memory.
+  const double draws = r->failures_per_gpu_day() * c.num_gpus() * r->days() * r->trials();
+  MS_CHECK_FIELD(draws <= kMaxDraws, "reliability.trials", r->trials(),
+                 "trials x expected failures per trial (" +
+                     Num(r->failures_per_gpu_day() * c.num_gpus() * r->days()) + ") must be at most " +
+                     Num(kMaxDraws) + ": use fewer trials or days");
   r->set_failures_per_gpu_day(r->failures_per_gpu_day());
   r->set_days(r->days());
   r->set_trials(r->trials());
@@ -41,8 +55,8 @@ Status ResolveReliability(ReliabilitySpec* r) {
   rec->set_restart_s(rec->restart_s());
 
   CheckpointSpec* ck = r->mutable_checkpoint();
-  MS_CHECK_FIELD(ck->interval_steps() >= 0, "reliability.checkpoint.interval_steps",
-                 ck->interval_steps(), "must be >= 0 (0 = search for the best interval)");
+  MS_CHECK_RANGE(ck->interval_steps(), 0, 100000000, "reliability.checkpoint.interval_steps",
+                 "0 = search for the best interval");
   MS_RETURN_IF_ERROR(
       CheckRate(ck->host_copy_gbytes_per_s(), "reliability.checkpoint.host_copy_gbytes_per_s"));
   MS_RETURN_IF_ERROR(

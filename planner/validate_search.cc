@@ -9,15 +9,16 @@
 namespace megascale::validation {
 namespace {
 
+// A sweep of at most 1,000 points (each one a layout search).
+constexpr int kMaxSweepPoints = 1000;
+
 Status CheckRules(const Scenario& s) {
   const SearchSpec& q = s.search();
   MS_CHECK_FIELD(q.top_k() >= 1 && q.top_k() <= 100, "search.top_k", q.top_k(), "must be 1..100");
-  for (int v : q.tp()) MS_CHECK_FIELD(v > 0, "search.tp", v, "every entry must be > 0");
-  for (int v : q.pp()) MS_CHECK_FIELD(v > 0, "search.pp", v, "every entry must be > 0");
-  for (int v : q.virtual_stages()) {
-    MS_CHECK_FIELD(v > 0, "search.virtual_stages", v, "every entry must be > 0");
-  }
-  for (int v : q.micro_batch()) MS_CHECK_FIELD(v > 0, "search.micro_batch", v, "every entry must be > 0");
+  for (int v : q.tp()) MS_CHECK_RANGE(v, 1, kMaxGpus, "search.tp", "every entry");
+  for (int v : q.pp()) MS_CHECK_RANGE(v, 1, kMaxGpus, "search.pp", "every entry");
+  for (int v : q.virtual_stages()) MS_CHECK_RANGE(v, 1, 1000, "search.virtual_stages", "every entry");
+  for (int v : q.micro_batch()) MS_CHECK_RANGE(v, 1, kMaxMicroBatch, "search.micro_batch", "every entry");
   for (int v : q.zero_stage()) {
     MS_CHECK_FIELD(v >= 0, "search.zero_stage", v, "every entry must be >= 0 (layout.zero_stage's rule applies)");
   }
@@ -30,19 +31,25 @@ Status CheckRules(const Scenario& s) {
   MS_CHECK_FIELD(q.rerank() >= 0 && q.rerank() <= 100, "search.rerank", q.rerank(), "must be 0..100");
   MS_CHECK_FIELD(q.rerank() == 0 || q.rerank() >= q.top_k(), "search.rerank", q.rerank(),
                  "must be 0 or >= search.top_k (" + Num(q.top_k()) + ")");
-  MS_CHECK_FIELD(q.token_budget() >= 0, "search.token_budget", q.token_budget(), "must be >= 0");
-  MS_CHECK_FIELD(q.deadline_days() >= 0, "search.deadline_days", q.deadline_days(), "must be >= 0");
+  MS_CHECK_RANGE(q.token_budget(), 0.0, 1e16, "search.token_budget", "tokens; 0 = no budget");
+  MS_CHECK_RANGE(q.deadline_days(), 0.0, 3650.0, "search.deadline_days", "days; 0 = no deadline");
   MS_CHECK_FIELD(q.deadline_days() == 0 || q.token_budget() > 0, "search.deadline_days",
                  q.deadline_days(), "needs search.token_budget > 0 (the tokens to train by then)");
   const int node = s.cluster().gpus_per_node();
-  MS_CHECK_FIELD(q.max_gpus() >= 0 && q.max_gpus() % node == 0, "search.max_gpus", q.max_gpus(),
-                 "must be >= 0 and a multiple of cluster.gpus_per_node (" + Num(node) + ")");
+  MS_CHECK_FIELD(q.max_gpus() >= 0 && q.max_gpus() <= kMaxGpus && q.max_gpus() % node == 0, "search.max_gpus",
+                 q.max_gpus(),
+                 "must be 0.." + Num(kMaxGpus) + " and a multiple of cluster.gpus_per_node (" + Num(node) + ")");
+  MS_CHECK_RANGE(q.sweep_gpus_size(), 0, kMaxSweepPoints, "search.sweep_gpus", "entries: one search each");
   for (int g : q.sweep_gpus()) {
-    MS_CHECK_FIELD(g > 0 && g % node == 0, "search.sweep_gpus", g,
-                   "every entry must be > 0 and a multiple of cluster.gpus_per_node (" + Num(node) + ")");
+    MS_CHECK_FIELD(g > 0 && g <= kMaxGpus && g % node == 0, "search.sweep_gpus", g,
+                   "every entry must be 1.." + Num(kMaxGpus) + " and a multiple of cluster.gpus_per_node (" + Num(node) +
+                       ")");
   }
+  MS_CHECK_RANGE(q.sweep_global_batch_size(), 0, kMaxSweepPoints, "search.sweep_global_batch",
+                 "entries: one search each");
   for (int64_t b : q.sweep_global_batch()) {
-    MS_CHECK_FIELD(b > 0, "search.sweep_global_batch", b, "every entry must be > 0");
+    MS_CHECK_RANGE(b, int64_t{1}, kMaxGlobalBatch, "search.sweep_global_batch",
+                   "every entry, sequences (training.global_batch's rule)");
   }
   const int batches = q.sweep_global_batch_size();
   MS_CHECK_FIELD(batches <= 1 || batches == q.sweep_gpus_size(), "search.sweep_global_batch", batches,

@@ -12,6 +12,12 @@
 
 namespace megascale::validation {
 
+// Limits more than one block checks: a million GPUs; 2^24 sequences in a global batch, 2^16 in a
+// micro-batch (what a real cluster or model can have, with room; docs/limits.md).
+constexpr int kMaxGpus = 1 << 20;
+constexpr int64_t kMaxGlobalBatch = int64_t{1} << 24;
+constexpr int kMaxMicroBatch = 1 << 16;
+
 inline std::string Num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%g", v);
@@ -28,7 +34,7 @@ Status ResolveTraining(const ModelSpec& m, const LayoutSpec& l, TrainingSpec* t)
 Status ResolveFaults(const ClusterSpec& c, FaultSpec* f);
 Status ResolveSim(const ClusterSpec& c, SimSpec* s);
 Status ResolveOutputs(OutputSpec* o);
-Status ResolveReliability(ReliabilitySpec* r);
+Status ResolveReliability(const ClusterSpec& c, ReliabilitySpec* r);
 
 }  // namespace megascale::validation
 

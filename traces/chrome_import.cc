@@ -277,6 +277,12 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
       ++stats.skipped;
     }
   }, nullptr));
+  if (stats.events == 0 && stats.statuses == 0 && !end) {
+    return Status::InvalidInput("Chrome trace '" + json_path + "': none of its " + std::to_string(stats.skipped) +
+                                " trace events is an operator, status or run end megascale knows (an op is "
+                                "named \"<OpKind> <phase> ...\", e.g. \"TP_ALL_REDUCE fwd mb0\"; "
+                                "docs/traces.md)");
+  }
   if (end) {
     ordered.OnEnd(*end);
   } else {

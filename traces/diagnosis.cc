@@ -28,7 +28,7 @@ double Seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 struct DiagnosisEngine::State {
   TraceHeader header;
   std::optional<RankLayout> layout;
-  std::vector<RankTimeline> timelines;        // by rank
+  std::vector<RankTimeline> timelines;        // by rank, up to the highest rank with an event
   std::vector<int> stage;                     // by rank; -1 until an event names it
   std::vector<int64_t> last_end_ns;           // by rank; INT64_MIN: no event
   std::vector<int64_t> step_end_ns;           // by step: latest end of its events over all ranks
@@ -47,9 +47,10 @@ struct DiagnosisEngine::State {
     return layout && e.rank() < layout->world_size() ? layout->CoordsOf(e.rank()).pp : 0;
   }
 
+  // The small per-rank arrays cover the declared world (absent ranks count); the timelines grow
+  // only with the ranks seen, so a header declaring a million ranks over a few events stays small.
   void Grow(int rank) {
-    if (rank < static_cast<int>(timelines.size())) return;
-    timelines.resize(rank + 1);
+    if (rank < static_cast<int>(last_end_ns.size())) return;
     stage.resize(rank + 1, -1);
     last_end_ns.resize(rank + 1, INT64_MIN);
   }
@@ -93,6 +94,7 @@ void DiagnosisEngine::OnEvent(const TraceEvent& e) {
   if (e.step() == 0) s.run_start_ns = std::min(s.run_start_ns, e.start_ns());
   s.first_start_ns = std::min(s.first_start_ns, e.start_ns());
   s.last_end_ns[e.rank()] = std::max(s.last_end_ns[e.rank()], e.end_ns());
+  if (e.rank() >= static_cast<int>(s.timelines.size())) s.timelines.resize(e.rank() + 1);
   if (e.lane() == COMPUTE) {
     s.timelines[e.rank()].OnCompute(e.step(), e.start_ns(), e.end_ns());
   } else {
@@ -195,7 +197,7 @@ DiagnosisReport DiagnosisEngine::Finish() {
   report.source = h.source();
   report.scenario_name = h.scenario_name();
   report.gpu = h.gpu();
-  const int ranks = static_cast<int>(s.timelines.size());
+  const int ranks = static_cast<int>(s.last_end_ns.size());
   report.world_size = h.world_size() > 0 ? h.world_size() : ranks;
   report.run_failed = (s.end && s.end->failed()) || s.heartbeat_lost || s.op_failures > 0;
 

@@ -23,15 +23,21 @@ const char* LinkKindName(LinkFinding::Kind kind) {
 SlowLinkLocator::SlowLinkLocator(const RankLayout* layout, int pp, int vp)
     : layout_(layout), pp_(std::max(1, pp)), vp_(std::max(1, vp)),
       dp_(layout ? static_cast<int>(layout->DpGroup(0).size()) : 1),
-      tp_(layout ? static_cast<int>(layout->TpGroup(0).size()) : 1) {
-  if (layout_) {
-    dp_transfer_s_.resize(layout_->world_size());
-    wait_ns_.resize(layout_->world_size());
-  }
+      tp_(layout ? static_cast<int>(layout->TpGroup(0).size()) : 1) {}
+
+namespace {
+
+// Sized by the ranks seen, not the declared world (a header may declare a million ranks).
+template <typename T>
+std::vector<T>& At(std::vector<std::vector<T>>& by_rank, int rank) {
+  if (rank >= static_cast<int>(by_rank.size())) by_rank.resize(rank + 1);
+  return by_rank[rank];
 }
 
+}  // namespace
+
 void SlowLinkLocator::AddWait(int rank, int step, int64_t ns) {
-  std::vector<int64_t>& v = wait_ns_[rank];
+  std::vector<int64_t>& v = At(wait_ns_, rank);
   if (step >= static_cast<int>(v.size())) v.resize(step + 1, 0);
   v[step] += std::max<int64_t>(0, ns);
 }
@@ -82,7 +88,7 @@ void SlowLinkLocator::OnDp(const TraceEvent& e, int stage) {
   for (const Side& m : inst.members) release = std::max(release, m.start_ns);
   for (const Side& m : inst.members) {
     if (tp_ <= 1) AddWait(m.rank, e.step(), release - m.start_ns);
-    std::vector<float>& by_step = dp_transfer_s_[m.rank];
+    std::vector<float>& by_step = At(dp_transfer_s_, m.rank);
     if (e.step() >= static_cast<int>(by_step.size())) by_step.resize(e.step() + 1, 0.0f);
     by_step[e.step()] += static_cast<float>(std::max<int64_t>(0, m.end_ns - release)) / 1e9f;
   }
@@ -127,7 +133,7 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
   // DP: each rank's best completed step, against its stage's median.
   std::vector<double> dp_s(world, -1);
   std::map<int, std::vector<double>> by_stage;
-  for (int r = 0; r < world; ++r) {
+  for (int r = 0; r < std::min<int>(world, dp_transfer_s_.size()); ++r) {
     const std::vector<float>& v = dp_transfer_s_[r];
     for (int k = 0; k < std::min<int>(steps, static_cast<int>(v.size())); ++k) {
       if (v[k] > 0 && (dp_s[r] < 0 || v[k] < dp_s[r])) dp_s[r] = v[k];

@@ -67,6 +67,23 @@ class MetaKeys {
     return x;
   }
 
+  // A name: text. An unquoted number (JSON's 7, YAML's 7) is refused rather than read as "7": such
+  // a file was written by something that confused its fields.
+  Result<std::optional<std::string>> Text(const std::vector<const char*>& names) const {
+    MS_ASSIGN_OR_RETURN(std::optional<std::string> v, Scalar(names));
+    if (!v) return v;
+    for (const char* name : names) {
+      const YAML::Node node = root_[name];
+      if (!node || node.Tag() == "!") continue;  // "!": a quoted scalar
+      char* end = nullptr;
+      std::strtod(node.Scalar().c_str(), &end);
+      if (!node.Scalar().empty() && *end == '\0') {
+        return Bad(name, node.Scalar(), "must be a text, not a number (quote it: \"" + node.Scalar() + "\")");
+      }
+    }
+    return v;
+  }
+
   Status Bad(const std::string& key, const std::string& value, const std::string& rule) const {
     return Status::InvalidInput("metadata '" + path_ + "': \"" + key + "\" = " + value + ": " + rule);
   }
@@ -127,9 +144,9 @@ Result<TimerMeta> ReadTimerMeta(const std::string& path) {
     return keys.Bad("rank_order", *order_name, "must be TP_DP_PP or TP_PP_DP (cp sits next to tp)");
   }
   h.set_rank_order(order);
-  MS_ASSIGN_OR_RETURN(std::optional<std::string> name, keys.Scalar({"scenario_name", "trial_name"}));
+  MS_ASSIGN_OR_RETURN(std::optional<std::string> name, keys.Text({"scenario_name", "trial_name"}));
   h.set_scenario_name(name.value_or(""));
-  MS_ASSIGN_OR_RETURN(std::optional<std::string> gpu, keys.Scalar({"gpu"}));
+  MS_ASSIGN_OR_RETURN(std::optional<std::string> gpu, keys.Text({"gpu"}));
   h.set_gpu(gpu.value_or(""));
   MS_ASSIGN_OR_RETURN(const double peak, keys.Number("peak_flops_per_gpu"));
   MS_ASSIGN_OR_RETURN(const double flops, keys.Number("model_flops_per_step"));

@@ -136,7 +136,12 @@ TEST(ReliabilityValidation, BadFieldsAreNamed) {
         {"recovery { restart_s: -5 }", "reliability.recovery.restart_s"},
         {"checkpoint { node_storage_gbytes_per_s: 0 }",
          "reliability.checkpoint.node_storage_gbytes_per_s"},
-        {"checkpoint { interval_steps: -1 }", "reliability.checkpoint.interval_steps"}}) {
+        {"checkpoint { interval_steps: -1 }", "reliability.checkpoint.interval_steps"},
+        {"failures_per_gpu_day: inf", "reliability.failures_per_gpu_day"},
+        {"recovery { restart_s: 1e300 }", "reliability.recovery.restart_s"},
+        {"checkpoint { host_copy_gbytes_per_s: inf }", "reliability.checkpoint.host_copy_gbytes_per_s"},
+        // 8 GPUs x 1 failure a day x 3,650 days x 100,000 trials: 2.9e9 failure times to keep.
+        {"failures_per_gpu_day: 1 days: 3650 trials: 100000", "expected failures per trial (29200)"}}) {
     Result<Scenario> parsed = ParseScenario(
         "name: \"bad\"\ncluster { num_gpus: 8 }\nmodel { preset: \"gpt-tiny\" }\nlayout { tp: 8 }\n"
         "reliability { " + text + " }\n",

@@ -82,7 +82,15 @@ TEST(FaultSpec, RulesNameFieldValueAndRule) {
   ExpectError("faults { background { links { tier: TIER_NIC_TOR } start_s: 2 end_s: 1 } }",
               "faults.background[0].end_s = 1", "> start_s (2)");
   ExpectError("faults { background { links { tier: TIER_NIC_TOR } flows_per_link: 0 } }",
-              "faults.background[0].flows_per_link = 0", ">= 1");
+              "faults.background[0].flows_per_link = 0", "must be between 1 and 1024");
+  ExpectError("faults { background { links { tier: TIER_NIC_TOR } flows_per_link: 2000000000 } }",
+              "faults.background[0].flows_per_link = 2000000000", "must be between 1 and 1024");
+  ExpectError("faults { nic_flaps { rank: 3 time_s: inf } }", "faults.nic_flaps[0].time_s = inf",
+              "must be between 0 and 1e+08");
+  ExpectError("faults { stragglers { rank: 3 speed: 1e-300 } }", "faults.stragglers[0].speed = 1e-300",
+              "must be between 0.001 and 1");
+  ExpectError("sim { heartbeat_interval_s: 1 heartbeat_timeout_s: inf }", "sim.heartbeat_timeout_s = inf",
+              "at most 86400");
 }
 
 TEST(FaultSpec, TierMustExistOnTheFabric) {

@@ -73,6 +73,25 @@ TEST(TimerMeta, BadMetadataNamesTheKeyTheValueAndTheRule) {
             std::string::npos);
   EXPECT_NE(MetaError("o.yaml", "dp_size: 1\npp_size: 1\ntp_size: 1\nrank_order: PP_FIRST\n").find("rank_order"),
             std::string::npos);
+  // Types (issue 15): a name is text, a number is a number, a value is one value.
+  EXPECT_NE(MetaError("n.json", R"({"dp": 1, "pp": 1, "tp": 1, "scenario_name": 7})")
+                .find("\"scenario_name\" = 7: must be a text, not a number"),
+            std::string::npos);
+  EXPECT_NE(MetaError("l.json", R"({"dp": 1, "pp": 1, "tp": 1, "gpu": ["A100"]})").find("\"gpu\" = (not a single value)"),
+            std::string::npos);
+  EXPECT_NE(MetaError("p.json", R"({"dp": 1, "pp": 1, "tp": 1, "peak_flops_per_gpu": "lots"})")
+                .find("\"peak_flops_per_gpu\" = lots: must be a number >= 0"),
+            std::string::npos);
+  EXPECT_NE(MetaError("f.json", R"({"dp": 1, "pp": 1, "tp": 1, "model_flops_per_step": -1e15})")
+                .find("\"model_flops_per_step\" = -1e15: must be a number >= 0"),
+            std::string::npos);
+  EXPECT_NE(MetaError("t.json", R"({"dp": 1, "pp": 1, "tp": 2147483647})").find("\"tp\" = 2147483647"),
+            std::string::npos);
+  // A quoted number is a name.
+  TempFile quoted("q.json", R"({"dp": 1, "pp": 1, "tp": 1, "scenario_name": "7"})");
+  Result<TimerMeta> named = ReadTimerMeta(quoted.path);
+  ASSERT_TRUE(named.ok()) << named.status().message();
+  EXPECT_EQ(named->header.scenario_name(), "7");
 }
 
 constexpr const char* kHeaderLine = "dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc\n";

@@ -167,6 +167,8 @@ TEST(ChromeImport, HostileElementsAreRefusedByIndexAndField) {
        "traceEvents[0].flops = -1: must be a finite number >= 0"},
       {R"({})", "holds no trace events"},
       {R"([])", "holds no trace events"},
+      {R"({"traceEvents":[{"ph":"X","name":"aten::mm","pid":0,"ts":0,"dur":1},{"ph":"i","name":"x","pid":0,"ts":0}]})",
+       "none of its 2 trace events is an operator, status or run end megascale knows"},
       {R"({"traceEvents":[)" + x + R"(],"otherData":{"header":{"worldSize":1,"tp":2,"pp":1,"dp":1}}})",
        "otherData.header.world_size = 1 (tp 2, pp 1, dp 1): must be tp x pp x dp"},
   };
