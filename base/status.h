@@ -5,11 +5,20 @@
 // CLI turns a Status into a message on stderr and an exit code. Thread-safe as values (no shared state).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
 namespace megascale {
+
+// What a bad-field error says, as data (a caller that needs the field or the rule reads them here,
+// never back out of the message).
+struct FieldError {
+  std::string field;  // the input's path, e.g. "layout.tp" or "faults.failures[0].time_s"
+  std::string value;  // the offending value as the user wrote it (or as printed)
+  std::string rule;   // what it must be
+};
 
 class Status {
  public:
@@ -26,18 +35,23 @@ class Status {
 
   // Builds the canonical bad-field message: "<field> = <value>: <rule>".
   static Status BadField(const std::string& field, const std::string& value, const std::string& rule) {
-    return InvalidInput(field + " = " + value + ": " + rule);
+    Status s = InvalidInput(field + " = " + value + ": " + rule);
+    s.field_error_ = std::make_shared<const FieldError>(FieldError{field, value, rule});
+    return s;
   }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
   std::string ToString() const { return ok() ? "OK" : message_; }
+  // The field, value and rule of a BadField error; nullptr for every other status.
+  const FieldError* field_error() const { return field_error_.get(); }
 
  private:
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
   Code code_ = Code::kOk;
   std::string message_;
+  std::shared_ptr<const FieldError> field_error_;  // shared: a Status is copied as it travels up
 };
 
 // Result<T> holds either a value or a non-OK Status.

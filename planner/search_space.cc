@@ -7,14 +7,12 @@
 namespace megascale {
 namespace {
 
-// The rule of a validation message without the offending values: the field (text before the
-// first " = ") and the rule (text after the last ": "), a trailing "(n)" that echoes a per-candidate
-// figure removed.
-std::string RuleOf(const std::string& message) {
-  const size_t eq = message.find(" = ");
-  const size_t colon = message.rfind(": ");
-  if (eq == std::string::npos || colon == std::string::npos || colon < eq) return message;
-  std::string rule = message.substr(colon + 2);
+// The rule a candidate broke without its offending values: the field and the rule of its
+// FieldError, a trailing "(n)" that echoes a per-candidate figure removed.
+std::string RuleOf(const Status& rejection) {
+  const FieldError* e = rejection.field_error();
+  if (e == nullptr) return rejection.message();
+  std::string rule = e->rule;
   if (!rule.empty() && rule.back() == ')') {
     const size_t open = rule.rfind(" (");
     if (open != std::string::npos &&
@@ -22,7 +20,7 @@ std::string RuleOf(const std::string& message) {
       rule.erase(open);
     }
   }
-  return message.substr(0, eq) + ": " + rule;
+  return e->field + ": " + rule;
 }
 
 std::vector<int> Divisors(int n) {
@@ -56,7 +54,7 @@ void RejectionTally::Add(const std::string& rule, int64_t candidates) {
 }
 
 void RejectionTally::Add(const Status& rejection, int64_t candidates) {
-  Add(RuleOf(rejection.message()), candidates);
+  Add(RuleOf(rejection), candidates);
 }
 
 void RejectionTally::Merge(const RejectionTally& other) {

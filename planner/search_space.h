@@ -28,8 +28,9 @@ struct Candidate {
 class RejectionTally {
  public:
   void Add(const std::string& rule, int64_t candidates);
-  // Counts the candidates a Status rejected under its rule: the message with the values taken out
-  // ("layout.tp = 3: must divide model.heads (96)" -> "layout.tp: must divide model.heads (96)").
+  // Counts the candidates a Status rejected under its rule: its FieldError's field and rule, a
+  // trailing figure dropped ("layout.tp = 3: must divide model.heads (96)" -> "layout.tp: must
+  // divide model.heads"); a Status without one counts under its whole message.
   void Add(const Status& rejection, int64_t candidates);
   void Merge(const RejectionTally& other);
   const std::vector<std::pair<std::string, int64_t>>& rules() const { return rules_; }

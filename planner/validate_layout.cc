@@ -8,9 +8,9 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   MS_CHECK_RANGE(l->dp(), 1, c.num_gpus(), "layout.dp", "at most cluster.num_gpus");
   const int64_t product = static_cast<int64_t>(l->tp()) * l->pp() * l->dp();
   if (product != c.num_gpus()) {
-    return Status::InvalidInput("layout.tp x layout.pp x layout.dp = " + Num(l->tp()) + " x " +
-                                Num(l->pp()) + " x " + Num(l->dp()) + " = " + Num(product) +
-                                ": must equal cluster.num_gpus (" + Num(c.num_gpus()) + ")");
+    return Status::BadField("layout.tp x layout.pp x layout.dp",
+                            Num(l->tp()) + " x " + Num(l->pp()) + " x " + Num(l->dp()) + " = " + Num(product),
+                            "must equal cluster.num_gpus (" + Num(c.num_gpus()) + ")");
   }
   MS_CHECK_FIELD(m.heads() % l->tp() == 0, "layout.tp", l->tp(),
                  "must divide model.heads (" + Num(m.heads()) + ")");
@@ -27,8 +27,8 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   }
   const int64_t chunks = static_cast<int64_t>(l->pp()) * l->virtual_stages();
   if (m.layers() % chunks != 0) {
-    return Status::InvalidInput("layout.pp x layout.virtual_stages = " + Num(chunks) +
-                                ": must divide model.layers (" + Num(m.layers()) +
+    return Status::BadField("layout.pp x layout.virtual_stages", Num(chunks),
+                            "must divide model.layers (" + Num(m.layers()) +
                                 ") so every model chunk has the same layers");
   }
   MS_CHECK_FIELD(l->zero_stage() >= 0 && l->zero_stage() <= 3, "layout.zero_stage", l->zero_stage(),
@@ -57,6 +57,9 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
 // may hold: a stage's program has ops for each pass.
 constexpr int64_t kMaxMicrobatches = 16384;
 constexpr int64_t kMaxLayerPasses = 65536;
+// The derived quantity their errors name, and how it is computed.
+constexpr const char* kMicrobatchesField = "micro-batches per replica";
+constexpr const char* kMicrobatchesFormula = "training.global_batch / (training.micro_batch x layout.dp) = ";
 
 Status ResolveTraining(const ModelSpec& m, const LayoutSpec& l, TrainingSpec* t) {
   const int64_t layers = m.layers();
@@ -75,17 +78,16 @@ Status ResolveTraining(const ModelSpec& m, const LayoutSpec& l, TrainingSpec* t)
   // that a plan stays within a few hundred MB (65,536 layer-passes: ~430 MB, measured).
   const int64_t passes = microbatches * (layers / l.pp());
   if (microbatches > kMaxMicrobatches || passes > kMaxLayerPasses) {
-    return Status::InvalidInput(
-        "micro-batches per replica = training.global_batch / (training.micro_batch x layout.dp) = " +
-        Num(microbatches) + ", x " + Num(layers / l.pp()) + " layers per stage = " + Num(passes) +
-        ": must be at most " + Num(kMaxMicrobatches) + " micro-batches and " + Num(kMaxLayerPasses) +
-        " layer passes per stage (a larger micro_batch or dp, or more stages)");
+    return Status::BadField(
+        kMicrobatchesField,
+        kMicrobatchesFormula + Num(microbatches) + ", x " + Num(layers / l.pp()) + " layers per stage = " +
+            Num(passes),
+        "must be at most " + Num(kMaxMicrobatches) + " micro-batches and " + Num(kMaxLayerPasses) +
+            " layer passes per stage (a larger micro_batch or dp, or more stages)");
   }
   if (l.virtual_stages() > 1 && microbatches % l.pp() != 0) {
-    return Status::InvalidInput(
-        "micro-batches per replica = training.global_batch / (training.micro_batch x layout.dp) = " +
-        Num(microbatches) + ": the interleaved schedule needs a multiple of layout.pp (" +
-        Num(l.pp()) + ")");
+    return Status::BadField(kMicrobatchesField, kMicrobatchesFormula + Num(microbatches),
+                            "the interleaved schedule needs a multiple of layout.pp (" + Num(l.pp()) + ")");
   }
   t->set_global_batch(t->global_batch());
   t->set_micro_batch(t->micro_batch());
