@@ -119,6 +119,17 @@ int Main(int argc, char** argv) {
   exp_cmd->add_option("trace", exp.trace, "Trace file")->required();
   exp_cmd->add_option("--chrome", exp.chrome, "Output JSON path")->required();
 
+  CompareArgs cmp;
+  auto* cmp_cmd = app.add_subcommand(
+      "compare", "Hold a measured trace against a predicted one of the same plan, op by op (by op id)");
+  cmp_cmd->add_option("predicted", cmp.predicted, "Predicted trace (simulate --trace), ours or Chrome JSON")
+      ->required();
+  cmp_cmd->add_option("measured", cmp.measured, "Measured trace (run --trace), ours or Chrome JSON")->required();
+  cmp_cmd->add_option("--warmup", cmp.warmup,
+                      "Leave out the measured trace's first N steps (default: 1 when it holds more than 1)");
+  cmp_cmd->add_option("--html", cmp.html, "Write the comparison as an HTML page (table and plot)");
+  cmp_cmd->add_flag("--json", cmp.json, "Print the comparison as one JSON object");
+
   EttrArgs ettr;
   auto* ettr_cmd = app.add_subcommand(
       "ettr", "Weeks of training under failures: effective training time and the best checkpoint interval");
@@ -164,6 +175,7 @@ int Main(int argc, char** argv) {
   else if (*sim_cmd) status = RunSimulate(sim);
   else if (*diag_cmd) status = RunDiagnose(diag);
   else if (*exp_cmd) status = RunExport(exp);
+  else if (*cmp_cmd) status = RunCompare(cmp);
   else if (*ettr_cmd) status = RunEttr(ettr);
   else if (*val_cmd) status = RunValidate(val);
   else if (*run_cmd) {

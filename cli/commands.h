@@ -56,6 +56,15 @@ struct ExportArgs {
 };
 Status RunExport(const ExportArgs& args);
 
+struct CompareArgs {
+  std::string predicted;  // a trace of the plan, usually `simulate --trace`
+  std::string measured;   // another trace of it, usually `run --trace`
+  int warmup = -1;        // measured steps left out first; -1: 1 when it holds more than 1
+  std::string html;       // the comparison as an HTML page
+  bool json = false;
+};
+Status RunCompare(const CompareArgs& args);
+
 struct EttrArgs {
   std::string scenario;
   std::string csv;  // the ETTR-against-interval curve

@@ -33,4 +33,11 @@ std::string HtmlEscape(const std::string& s) {
   return out;
 }
 
+std::string HtmlPageHead(const std::string& title) {
+  return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) +
+         "</title><style>body{font-family:sans-serif;margin:20px;max-width:1100px}h2{margin-top:24px;"
+         "font-size:17px}table{border-collapse:collapse}td{padding:2px 12px 2px 0}"
+         "pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}</style></head><body>\n";
+}
+
 }  // namespace megascale

@@ -12,5 +12,7 @@ std::string Fmt(const char* fmt, double a, double b = 0, double c = 0, double d 
 std::string Figure(const char* fmt, double value);
 // &, <, >, " as HTML entities.
 std::string HtmlEscape(const std::string& s);
+// The opening of every HTML page megascale writes (one style): doctype, head with `title`, <body>.
+std::string HtmlPageHead(const std::string& title);
 
 }  // namespace megascale

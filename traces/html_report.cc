@@ -205,11 +205,7 @@ std::string TimelineSvg(const StepTimeline& t) {
 }  // namespace
 
 std::string ReportToHtml(const DiagnosisReport& r) {
-  std::string h =
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>megascale diagnosis</title>"
-      "<style>body{font-family:sans-serif;margin:20px;max-width:1100px}h2{margin-top:24px;"
-      "font-size:17px}table{border-collapse:collapse}td{padding:2px 12px 2px 0}"
-      "pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}</style></head><body>\n";
+  std::string h = HtmlPageHead("megascale diagnosis");
   h += "<h1>Diagnosis of " + HtmlEscape(r.scenario_name.empty() ? "a trace" : "'" + r.scenario_name + "'") +
        "</h1>\n<table>";
   auto row = [&](const std::string& k, const std::string& v) {

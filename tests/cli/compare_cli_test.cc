@@ -1,0 +1,96 @@
+// `megascale compare`: a simulated trace held against another of the same plan, as a user runs it.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_runner.h"
+
+namespace megascale {
+namespace {
+
+using testing::FileExists;
+using testing::RunCli;
+using testing::Slurp;
+using testing::WriteTemp;
+
+constexpr const char* kPlan = R"(name: "compare-4"
+cluster { gpu: "A100" num_gpus: 4 gpus_per_node: 4 fabric: NONBLOCKING }
+model { layers: 2 hidden: 64 heads: 4 seq_len: 32 vocab: 256 }
+training { global_batch: 8 micro_batch: 1 steps: 3 }
+layout { tp: 2 pp: 1 dp: 2 }
+)";
+
+// Simulates the plan (with `faults`, if any) and returns the trace's path.
+std::string Simulate(const std::string& name, const std::string& faults) {
+  const std::string scenario = WriteTemp(name + ".textproto", std::string(kPlan) + faults);
+  const std::string trace = WriteTemp(name + ".trace", "");
+  const testing::CliResult r = RunCli("simulate -q " + scenario + " --trace " + trace);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::remove(scenario.c_str());
+  return trace;
+}
+
+TEST(CompareCli, ASlowedRankIsMeasuredSlowerThanPredictedOpByOp) {
+  const std::string healthy = Simulate("healthy", "");
+  const std::string slowed = Simulate("slowed", "faults { stragglers { rank: 1 speed: 0.5 } }\n");
+  const std::string html = WriteTemp("compare.html", "");
+  std::remove(html.c_str());
+
+  const testing::CliResult same = RunCli("compare --json " + healthy + " " + healthy);
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  const nlohmann::json s = nlohmann::json::parse(same.out);
+  EXPECT_GT(s["matched"].get<int64_t>(), 100);
+  EXPECT_EQ(s["only_predicted"], 0);
+  EXPECT_EQ(s["kind_mismatches"], 0);
+  EXPECT_DOUBLE_EQ(s["step_time_s"]["ratio"].get<double>(), 1.0);
+  EXPECT_EQ(s["first_step"], 1);  // three steps measured: the first is warm-up
+
+  const testing::CliResult r = RunCli("compare --json " + healthy + " " + slowed + " --html " + html);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["matched"], s["matched"]);
+  EXPECT_GT(j["step_time_s"]["ratio"].get<double>(), 1.3);  // the TP and DP peers wait for rank 1
+  // Compute kinds: one rank of four at half speed, so a mean ratio of about 1.25 (the wait shows
+  // in the collectives).
+  bool gemm_seen = false;
+  for (const auto& k : j["by_kind"]) {
+    if (k["kind"] == "QKV_GEMM") {
+      gemm_seen = true;
+      EXPECT_NEAR(k["ratio"].get<double>(), 1.25, 0.01) << k.dump();
+    }
+  }
+  EXPECT_TRUE(gemm_seen) << j["by_kind"].dump();
+  ASSERT_TRUE(FileExists(html));
+  EXPECT_NE(Slurp(html).find("<svg"), std::string::npos);
+
+  const testing::CliResult text = RunCli("compare " + healthy + " " + slowed);
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("ops that differ most"), std::string::npos) << text.out;
+
+  // Bad input: an output that is an input, a missing file, a trace of another plan.
+  EXPECT_EQ(RunCli("compare " + healthy + " " + slowed + " --html " + slowed).exit_code, 2);
+  EXPECT_EQ(RunCli("compare " + healthy + " /nonexistent.trace").exit_code, 2);
+  for (const std::string& f : {healthy, slowed, html}) std::remove(f.c_str());
+}
+
+TEST(CompareCli, TracesOfDifferentLayoutsAreRefusedNamingTheField) {
+  const std::string a = Simulate("tp2", "");
+  const std::string scenario = WriteTemp("tp4.textproto", std::string(kPlan));
+  {
+    std::string text = Slurp(scenario);
+    text.replace(text.find("tp: 2 pp: 1 dp: 2"), 17, "tp: 4 pp: 1 dp: 1");
+    WriteTemp("tp4.textproto", text);
+  }
+  const std::string b = WriteTemp("tp4.trace", "");
+  ASSERT_EQ(RunCli("simulate -q " + scenario + " --trace " + b).exit_code, 0);
+  const testing::CliResult r = RunCli("compare " + a + " " + b);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("header.tp = 2"), std::string::npos) << r.err;
+  for (const std::string& f : {a, b, scenario}) std::remove(f.c_str());
+}
+
+}  // namespace
+}  // namespace megascale
