@@ -36,6 +36,7 @@ void OpRecorder::BeginStep(int step) {
   std::lock_guard<std::mutex> lock(mu_);
   step_ = step;
   next_id_ = 0;
+  if (plan_ids_) plan_ids_->BeginStep();
   for (uint32_t& s : seq_) s = 0;
 }
 
@@ -49,7 +50,7 @@ void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, doubl
   TraceEvent e;
   e.set_rank(rank_);
   e.set_step(step_);
-  e.set_op_id(next_id_++);
+  e.set_op_id(plan_ids_ ? plan_ids_->Next(unit.phase, kind, unit.microbatch, unit.chunk, unit.layer) : next_id_++);
   e.set_kind(kind);
   e.set_lane(where.lane);
   e.set_phase(unit.phase);

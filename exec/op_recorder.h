@@ -1,7 +1,8 @@
 // OpRecorder: times every operator one rank runs and keeps it as a TraceEvent in the trace format
 // the simulator writes (traces/trace.proto), so `megascale diagnose` reads a real run unchanged.
 //
-// Each op is named with the plan's vocabulary (OpKind, Phase, microbatch, chunk, layer); its lane
+// Each op is named with the plan's vocabulary (OpKind, Phase, microbatch, chunk, layer) and, given
+// the stage's program, carries the plan's op id for that name (exec/plan_op_ids.h); its lane
 // and group follow from its kind (a TP collective on TP_COMM, a PP receive on PP_RECV_LANE, ...);
 // collective_seq counts the ops of each group within the step, as the plan numbers them. FLOPs
 // per compute op come from planner/op_costs.h (the one source of per-op work). Times come from the
@@ -19,10 +20,12 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "base/status.h"
 #include "exec/device.h"
+#include "exec/plan_op_ids.h"
 #include "planner/op_costs.h"
 #include "traces/trace.pb.h"
 
@@ -37,8 +40,13 @@ struct OpUnit {
 
 class OpRecorder {
  public:
-  OpRecorder(Device* device, const OpShape& shape, int rank, int stage, int64_t origin_ns)
-      : device_(device), shape_(shape), rank_(rank), stage_(stage), origin_ns_(origin_ns) {}
+  // `program`: this rank's stage program; the ops then get the plan's ids (exec/plan_op_ids.h),
+  // else ids in the order they end. Not owned; outlives the recorder.
+  OpRecorder(Device* device, const OpShape& shape, int rank, int stage, int64_t origin_ns,
+             const StageProgram* program = nullptr)
+      : device_(device), shape_(shape), rank_(rank), stage_(stage), origin_ns_(origin_ns) {
+    if (program != nullptr) plan_ids_.emplace(*program);
+  }
 
   // Starts step `step`: resets the op ids and collective counters.
   void BeginStep(int step);
@@ -92,6 +100,7 @@ class OpRecorder {
   std::mutex mu_;  // guards what follows
   int step_ = 0;
   uint32_t next_id_ = 0;
+  std::optional<PlanOpIds> plan_ids_;
   uint32_t seq_[4] = {0, 0, 0, 0};  // by Group
   std::vector<TraceEvent> events_;
 };

@@ -129,7 +129,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   shape.flash_attention = l.kernels().flash_attention();
   shape.fused_elementwise = l.kernels().fused_elementwise();
   MS_RETURN_IF_ERROR(world->Barrier());
-  OpRecorder recorder(device, shape, world->rank(), me.pp, device->NowNs());
+  OpRecorder recorder(device, shape, world->rank(), me.pp, device->NowNs(), &plan.stages(me.pp));
   if (world->rank() == 0 && sink != nullptr) sink->OnHeader(ExecTraceHeader(plan, steps, device->name()));
   TpContext ctx;
   ctx.device = device;
