@@ -19,6 +19,7 @@
 #include <functional>
 #include <string>
 
+#include "base/status.h"
 #include "exec/attention.h"
 
 namespace megascale {
@@ -67,6 +68,10 @@ class Device {
 
   virtual void Synchronize() = 0;
   virtual int64_t NowNs() = 0;
+  // The first failure of any call so far, naming it (a CUDA or cuBLAS error); sticky: a device
+  // that failed stays failed. Read by the thread that issues the device's work, after
+  // Synchronize() (exec/op_recorder.h turns it into an error naming the op). The CPU never fails.
+  virtual Status status() const { return Status::Ok(); }
 };
 
 // The CPU fp32 reference device (exec/cpu_device.cc).
@@ -141,6 +146,7 @@ class DeviceWrapper : public Device {
   }
   void Synchronize() override { inner_->Synchronize(); }
   int64_t NowNs() override { return inner_->NowNs(); }
+  Status status() const override { return inner_->status(); }
 
  protected:
   Device* inner() const { return inner_; }

@@ -1,5 +1,9 @@
 #include "exec/op_recorder.h"
 
+#include <string>
+
+#include "traces/event_name.h"
+
 namespace megascale {
 namespace exec {
 namespace {
@@ -40,8 +44,17 @@ void OpRecorder::BeginStep(int step) {
   for (uint32_t& s : seq_) s = 0;
 }
 
-void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group,
-                        Lane lane) {
+void OpRecorder::CheckDevice(OpKind kind, uint32_t id) {
+  const Status d = device_->status();
+  if (d.ok()) return;
+  std::string where = "op " + std::to_string(id) + " (" + OpKind_Name(kind) + " " + PhaseShortName(unit_.phase);
+  if (unit_.microbatch >= 0) where += ", micro-batch " + std::to_string(unit_.microbatch);
+  if (unit_.layer >= 0) where += ", layer " + std::to_string(unit_.layer);
+  failure_ = Status::FailedRun(where + "): " + d.message());
+}
+
+uint32_t OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group,
+                            Lane lane) {
   Placement where = PlacementOf(kind);
   if (group != NO_GROUP) where.group = group;
   where.lane = lane;
@@ -66,7 +79,9 @@ void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, doubl
   e.set_chunk(unit.chunk);
   e.set_layer(unit.layer);
   e.set_stage(stage_);
+  const uint32_t id = e.op_id();
   events_.push_back(std::move(e));
+  return id;
 }
 
 std::vector<TraceEvent> OpRecorder::TakeEvents() {

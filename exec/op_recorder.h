@@ -55,13 +55,20 @@ class OpRecorder {
   void SetLayer(int layer) { unit_.layer = layer; }
 
   // Runs f (which returns void) as one compute op of `kind`.
+  // A device that failed (Device::status()) makes failure() name this op.
   template <typename F>
   void Compute(OpKind kind, F&& f) {
     const int64_t start = device_->NowNs();
     f();
     device_->Synchronize();
-    Record(unit_, kind, start, 0.0, NO_GROUP, COMPUTE);
+    const uint32_t id = Record(unit_, kind, start, 0.0, NO_GROUP, COMPUTE);
+    if (failure_.ok()) CheckDevice(kind, id);
   }
+  // The first compute op the device failed in, as an error naming it ("op 37 (FFN_UP_GEMM fwd,
+  // micro-batch 2, layer 1): <the device's error>"); Ok while the device is healthy. Compute
+  // thread only: the schedule and the trainer check it after each unit and step, so a failed
+  // device stops the run instead of yielding a NaN loss.
+  const Status& failure() const { return failure_; }
   // Runs f (which returns Status) as one communication op moving `bytes` per rank. `group`
   // overrides the group the kind implies (the tied-embedding all-reduce runs over PP_GROUP).
   template <typename F>
@@ -89,14 +96,16 @@ class OpRecorder {
   std::vector<TraceEvent> TakeEvents();
 
  private:
-  // Ends the op now (the clock is read under the lock: end order).
-  void Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group, Lane lane);
+  // Ends the op now (the clock is read under the lock: end order); returns its op id.
+  uint32_t Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group, Lane lane);
+  void CheckDevice(OpKind kind, uint32_t id);
 
   Device* device_;
   OpShape shape_;
   int rank_, stage_;
   int64_t origin_ns_;
   OpUnit unit_;  // the compute thread's context
+  Status failure_;  // the compute thread's
   std::mutex mu_;  // guards what follows
   int step_ = 0;
   uint32_t next_id_ = 0;

@@ -34,6 +34,7 @@ Result<double> RunPipelineSchedule(StageModel* model, ParallelGroups* groups, co
       }
       float loss = 0.0f;
       MS_RETURN_IF_ERROR(model->Forward(ctx, u.chunk, mb, data[mb], inbox.data(), &loss));
+      MS_RETURN_IF_ERROR(rec->failure());  // a failed device: stop before its output travels
       if (model->is_last(u.chunk)) {
         if (setup.counts_loss) loss_sum += static_cast<double>(loss) * setup.loss_scale;
       } else {
@@ -49,6 +50,7 @@ Result<double> RunPipelineSchedule(StageModel* model, ParallelGroups* groups, co
         }));
       }
       MS_RETURN_IF_ERROR(model->Backward(ctx, u.chunk, mb, data[mb], inbox.data(), setup.loss_scale));
+      MS_RETURN_IF_ERROR(rec->failure());
       if (!model->is_first(u.chunk)) {
         rec->SetUnit(BACKWARD, mb, u.chunk);
         MS_RETURN_IF_ERROR(rec->Comm(PP_SEND, bytes, [&] {

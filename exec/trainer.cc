@@ -153,6 +153,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
     MS_RETURN_IF_ERROR(batches->Fetch(step, groups.tp.get(), in.data(), tg.data()));
     MS_ASSIGN_OR_RETURN(double loss, RunPipelineSchedule(&model, &groups, ctx, data, schedule));
     MS_ASSIGN_OR_RETURN(float norm, optimizer.Step(&recorder));
+    MS_RETURN_IF_ERROR(recorder.failure());
     MS_RETURN_IF_ERROR(world->AllReduceSum(&loss, 1));
     report.losses.push_back(static_cast<float>(loss));
     report.grad_norms.push_back(norm);

@@ -13,10 +13,10 @@
 // kernel runs is a data race; correctness first, overlap is a later issue). So Synchronize() has
 // nothing left to wait for, and NowNs() (a steady host clock read after a stream synchronize)
 // measures device completion.
-// Failure: the Device interface returns no Status, so the first CUDA or cuBLAS error is kept
-// (status(), naming the call and file:line), printed once to stderr, and every later call becomes
-// a no-op (CrossEntropyForward then returns NaN, so a run's loss shows it). Alloc that fails
-// returns nullptr.
+// Failure: the first CUDA or cuBLAS error is kept (status(), naming the call and file:line),
+// printed once to stderr, and every later call becomes a no-op; the op recorder reads status()
+// after each op and the run stops with an error naming the op (never a NaN loss). Alloc that
+// fails returns nullptr.
 // Not thread-safe: one thread issues a device's work, and a process drives one GPU (the calls do
 // not re-select the device; OpenDevice gives each local rank its own).
 #pragma once
@@ -46,7 +46,7 @@ class CudaDevice : public Device {
 
   int ordinal() const { return ordinal_; }
   // Ok, or the first error any call met (see above).
-  Status status() const { return status_; }
+  Status status() const override { return status_; }
 
   std::string name() const override;
   float* Alloc(size_t n) override;

@@ -3,6 +3,11 @@
 // with an error naming the rank and the step.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "exec/self_communicator.h"
 #include "tests/exec/tiny_run.h"
 
@@ -45,6 +50,56 @@ class FailingCommunicator : public CommunicatorWrapper {
   int* countdown_;
   std::vector<std::unique_ptr<Communicator>> owned_;
 };
+
+// Fails for good at its n-th GEMM, as a GPU with a CUDA error does: that kernel and every later
+// call do nothing (outputs keep whatever they held), and status() names the failure.
+class FailingDevice : public DeviceWrapper {
+ public:
+  FailingDevice(Device* inner, int gemm) : DeviceWrapper(inner), countdown_(gemm) {}
+  void LinearForward(float* out, const float* inp, const float* w, const float* b, int N, int C, int OC) override {
+    if (--countdown_ == 0) failed_ = Status::Internal("injected: an uncorrectable ECC error");
+    DeviceWrapper::LinearForward(out, inp, w, b, N, C, OC);
+  }
+  float CrossEntropyForward(float* probs, const float* logits, const int32_t* t, int N, int V) override {
+    return failed_.ok() ? DeviceWrapper::CrossEntropyForward(probs, logits, t, N, V) : std::nanf("");
+  }
+  Status status() const override { return failed_; }
+
+ protected:
+  void RunKernel(const std::function<void()>& kernel) override {
+    if (failed_.ok()) kernel();
+  }
+
+ private:
+  int countdown_;
+  Status failed_;
+};
+
+TEST(Wrappers, ADeviceThatFailsMidStepStopsTheRunNamingTheOpNotWithANanLoss) {
+  testing::TinySpec t;
+  t.layers = 2;
+  t.steps = 3;
+  Result<Plan> plan = testing::TinyPlan(t);
+  ASSERT_TRUE(plan.ok());
+  // Per step 8 micro-batches x 9 GEMMs (the counting test above): GEMM 80 is step 1's 8th.
+  FailingDevice failing(CpuDevice(), 80);
+  RunOptions o = testing::TinyOptions(ADAM);
+  o.device = &failing;
+  std::vector<float> losses;
+  o.on_step = [&](const StepDone& d) { losses.push_back(d.loss); };
+  SelfCommunicator world;
+  Result<TrainingReport> run = Train(*plan, o, &world, nullptr);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), Status::Code::kFailedRun);
+  const std::string& m = run.status().message();
+  EXPECT_EQ(m.rfind("rank 0, step 1: op ", 0), 0u) << m;
+  EXPECT_NE(m.find(" fwd, micro-batch 0, layer "), std::string::npos) << m;
+  EXPECT_NE(m.find("GEMM"), std::string::npos) << m;
+  EXPECT_NE(m.find("): injected: an uncorrectable ECC error"), std::string::npos) << m;
+  // Step 0 completed with a real loss; no loss of step 1 was ever reported.
+  ASSERT_EQ(losses.size(), 1u);
+  EXPECT_TRUE(std::isfinite(losses[0]));
+}
 
 TEST(Wrappers, EveryKernelGoesThroughTheDevice) {
   testing::TinySpec t;
