@@ -149,6 +149,9 @@ int Main(int argc, char** argv) {
   run_cmd->add_option("--trace", run.trace, "Write the run's trace here (rank 0; overrides outputs.trace)");
   run_cmd->add_option("--steps", run.steps, "Train this many steps (overrides training.steps)");
   run_cmd->add_flag("-q,--quiet", run.quiet, "No per-step progress lines on stderr");
+  run_cmd->add_option("--dump-first-step", run.dump_first_step,
+                      "Write the first step's batch, parameters, loss and gradients here (rank 0; "
+                      "layout.zero_stage 0), for bench/torch_oracle.py");
   run_cmd->add_flag("--json", run.json,
                     "Print one JSON object: losses, step times, tokens/s, MFU (rank 0)");
 

@@ -15,6 +15,7 @@
 #include "exec/run_spec.h"
 #include "exec/run_training.h"
 #include "exec/slowed_device.h"
+#include "exec/step_dump.h"
 #include "planner/metrics.h"
 #include "planner/plan_builder.h"
 #include "traces/trace_io.h"
@@ -60,6 +61,7 @@ Status RunRun(const RunArgs& args) {
   const RunSpec& spec = scenario.run();
   exec::RunOptions options = exec::RunOptionsFromSpec(spec);
   options.steps = args.steps;  // 0: the plan's training.steps
+  options.dump_first_step = !args.dump_first_step.empty();
   const int steps = args.steps > 0 ? args.steps : plan.training().steps();
 
   // The GPU is chosen before the world opens (NCCL binds to the current device).
@@ -82,9 +84,13 @@ Status RunRun(const RunArgs& args) {
   const std::string trace = args.trace.empty() ? scenario.outputs().trace() : args.trace;
   std::unique_ptr<TraceFileWriter> writer;
   Status opened;
-  if (root && !trace.empty()) {
-    opened = CheckOutputFile(args.trace.empty() ? "outputs.trace" : "--trace", trace);
-    if (opened.ok()) opened = CheckDistinct({{"scenario", args.scenario}}, {{"--trace", trace}});
+  if (root && !trace.empty()) opened = CheckOutputFile(args.trace.empty() ? "outputs.trace" : "--trace", trace);
+  if (root && !args.dump_first_step.empty() && opened.ok()) {
+    opened = CheckOutputFile("--dump-first-step", args.dump_first_step);
+  }
+  if (root && opened.ok()) {
+    opened = CheckDistinct({{"scenario", args.scenario}},
+                           {{"--trace", trace}, {"--dump-first-step", args.dump_first_step}});
   }
   if (root && !trace.empty() && opened.ok()) {
     Result<std::unique_ptr<TraceFileWriter>> created = TraceFileWriter::Create(trace);
@@ -112,6 +118,12 @@ Status RunRun(const RunArgs& args) {
   MS_RETURN_IF_ERROR(run.status());
   if (writer) MS_RETURN_IF_ERROR(writer->Close());
   if (!root) return Status::Ok();
+  if (run->first_step) {
+    MS_ASSIGN_OR_RETURN(exec::GptConfig config, exec::GptConfigFromModel(plan.model()));
+    MS_RETURN_IF_ERROR(WriteFileAtomically(
+        args.dump_first_step,
+        exec::EncodeStepDump(config, exec::BuildGptParamLayout(config), *run->first_step)));
+  }
 
   const double step_s = SteadyStepTime(step_seconds);
   const double tokens_per_s = TokensPerSecond(plan.tokens_per_step(), step_s);

@@ -83,6 +83,7 @@ struct RunArgs {
   int steps = 0;      // > 0 overrides training.steps
   bool quiet = false; // no per-step progress lines on stderr
   bool json = false;
+  std::string dump_first_step;  // the first step's inputs, parameters and gradients (rank 0)
 };
 // Collective over the ranks mpirun started (world size 1 without a launcher). A FailedRun error
 // (peers may be blocked) is printed by the rank that saw it, which then ends the job (AbortWorld).

@@ -182,6 +182,7 @@ Result<float> DistributedOptimizer::Step(OpRecorder* rec) {
   const Status reduced = lane_.Drain();
   MS_RETURN_IF_ERROR(posted);
   MS_RETURN_IF_ERROR(reduced);
+  if (reduced_grads_hook_) MS_RETURN_IF_ERROR(reduced_grads_hook_(model_->grads()));
 
   const size_t total = model_->local().total, n = hi_ - lo_;
   float* params = model_->params();

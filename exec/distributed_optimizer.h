@@ -34,6 +34,7 @@
 // Not thread-safe: one compute thread calls it (the lane's thread is its own business).
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "exec/adamw.h"
@@ -64,6 +65,10 @@ class DistributedOptimizer {
   Status ChunkGradsDone(int chunk, OpRecorder* recorder);
   // Returns the global gradient norm before clipping.
   Result<float> Step(OpRecorder* recorder);
+  // Called (collectively, on every rank) inside each Step once the gradients are reduced, before
+  // clipping, with this rank's local gradients (StageParams layout; sliced over DP with ZeRO).
+  // Empty: none. An error stops the step.
+  void SetReducedGradsHook(std::function<Status(const float* grads)> hook) { reduced_grads_hook_ = std::move(hook); }
 
   // How many buckets a step reduces (1 without overlap).
   size_t buckets() const { return buckets_.size(); }
@@ -76,6 +81,7 @@ class DistributedOptimizer {
   };
   void MakeBuckets();
   // Steps 1 and 2 for bucket b on this thread, then step 3 posted to the lane.
+  std::function<Status(const float*)> reduced_grads_hook_;
   Status PostBucket(size_t b, OpRecorder* rec);
   Status ReduceReplicated(const Bucket& b, OpRecorder* rec);
   Status ReduceTied(OpRecorder* rec);

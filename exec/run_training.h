@@ -21,6 +21,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,16 +57,31 @@ struct RunOptions {
   float clip_norm = 1.0f;      // global-norm clipping; <= 0 disables it
   int steps = 0;               // 0: the plan's training.steps
   bool gather_params = false;  // world rank 0 receives the whole model after the last step (tests)
+  // World rank 0 receives the first step's inputs, parameters and gradients (TrainingReport::
+  // first_step), for an independent oracle (bench/torch_oracle.py). REQUIRES: layout.zero_stage 0
+  // (only then is every rank's gradient whole after the reductions); else InvalidInput.
+  bool dump_first_step = false;
   Device* device = nullptr;    // nullptr: CpuDevice(); tests pass a wrapper
   DataPipelineOptions data;    // prefetch thread, one reader per TP group (same batches either way)
   // Called on every rank after each step (progress output); may be empty.
   std::function<void(const StepDone&)> on_step;
 };
 
+// One step as an oracle needs it: what went in and what came out, the whole model in ParamLayout
+// order (exec/param_layout.h).
+struct StepDump {
+  std::vector<int32_t> tokens, targets;  // (rows, seq_len): every row of the global batch
+  int rows = 0;
+  std::vector<float> params;  // before the step
+  std::vector<float> grads;   // of the step's mean loss, after every reduction, before clipping
+  float loss = 0;             // the step's mean loss
+};
+
 struct TrainingReport {
   std::vector<float> losses;      // mean loss over the global batch, per step (every rank)
   std::vector<float> grad_norms;  // global gradient norm before clipping, per step (every rank)
   std::vector<float> params;      // the whole model in ParamLayout order (rank 0, gather_params)
+  std::optional<StepDump> first_step;  // rank 0, dump_first_step
   double wall_s = 0;              // this rank's time in the steps
 };
 

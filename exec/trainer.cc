@@ -42,11 +42,12 @@ Status CheckLaunch(const Plan& plan, const GptConfig& c, int world_size) {
   return Status::Ok();
 }
 
-// Rank 0 receives every rank's local parameters and puts them in their places.
-Status GatherFullParams(Communicator* world, const Plan& plan, const GptConfig& c, const StageSetup& mine,
-                        const StageModel& model, std::vector<float>* full) {
+// Rank 0 receives every rank's local shard of a model-shaped array (the parameters, or the
+// gradients) and puts each in its place.
+Status GatherFull(Communicator* world, const Plan& plan, const GptConfig& c, const StageSetup& mine,
+                  const StageModel& model, const float* shard, std::vector<float>* full) {
   const StageParams& local = model.local();
-  std::string bytes(reinterpret_cast<const char*>(model.params()), local.total * sizeof(float));
+  std::string bytes(reinterpret_cast<const char*>(shard), local.total * sizeof(float));
   std::vector<std::string> all;
   MS_RETURN_IF_ERROR(world->GatherBytes(bytes, &all, 0));
   if (world->rank() != 0) return Status::Ok();
@@ -60,9 +61,35 @@ Status GatherFullParams(Communicator* world, const Plan& plan, const GptConfig& 
     // The same function that placed rank r's parameters there.
     const StageParams other = BuildStageParams(c, model.full_layout(), ShardSpecOf(c, s));
     if (all[r].size() != other.total * sizeof(float)) {
-      return Status::Internal("rank " + Num(r) + " sent " + Num(all[r].size()) + " bytes of parameters");
+      return Status::Internal("rank " + Num(r) + " sent " + Num(all[r].size()) + " bytes of its model shard");
     }
     ScatterToFull(model.full_layout(), other, reinterpret_cast<const float*>(all[r].data()), full->data());
+  }
+  return Status::Ok();
+}
+
+// Rank 0 receives every DP replica's rows of the step (from the replica's TP 0, stage 0 rank) and
+// keeps them in replica order: the whole global batch.
+Status GatherBatch(Communicator* world, const LayoutSpec& l, const std::vector<int32_t>& in,
+                   const std::vector<int32_t>& tg, StepDump* dump) {
+  std::string bytes(reinterpret_cast<const char*>(in.data()), in.size() * sizeof(int32_t));
+  bytes.append(reinterpret_cast<const char*>(tg.data()), tg.size() * sizeof(int32_t));
+  std::vector<std::string> all;
+  MS_RETURN_IF_ERROR(world->GatherBytes(bytes, &all, 0));
+  if (dump == nullptr) return Status::Ok();
+  const RankLayout layout(l);
+  std::vector<std::vector<int32_t>> tokens(l.dp()), targets(l.dp());
+  for (int r = 0; r < world->size(); ++r) {
+    const RankCoords c = layout.CoordsOf(r);
+    if (c.tp != 0 || c.pp != 0) continue;
+    if (all[r].size() != bytes.size()) return Status::Internal("rank " + Num(r) + " sent another batch size");
+    const int32_t* p = reinterpret_cast<const int32_t*>(all[r].data());
+    tokens[c.dp].assign(p, p + in.size());
+    targets[c.dp].assign(p + in.size(), p + 2 * in.size());
+  }
+  for (int d = 0; d < l.dp(); ++d) {
+    dump->tokens.insert(dump->tokens.end(), tokens[d].begin(), tokens[d].end());
+    dump->targets.insert(dump->targets.end(), targets[d].begin(), targets[d].end());
   }
   return Status::Ok();
 }
@@ -75,6 +102,10 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   MS_ASSIGN_OR_RETURN(GptConfig config, GptConfigFromModel(plan.model()));
   MS_RETURN_IF_ERROR(CheckLaunch(plan, config, world->size()));
   const LayoutSpec& l = plan.layout();
+  if (options.dump_first_step && l.zero_stage() != 0) {
+    return Status::BadField("layout.zero_stage", Num(l.zero_stage()),
+                            "must be 0 to dump a step (each rank's gradients are whole only without ZeRO)");
+  }
   const TrainingSpec& t = plan.training();
   const int steps = options.steps > 0 ? options.steps : t.steps();
   const int G = static_cast<int>(t.global_batch()), mb = t.micro_batch(), m = plan.microbatches();
@@ -147,15 +178,28 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
     data[k] = {in.data() + at, tg.data() + at};
   }
   const auto wall0 = std::chrono::steady_clock::now();
+  std::vector<float> unused;  // what a gather leaves on ranks other than 0 (nothing)
   // One step; any error in it is the run failing on this rank (its peers may be blocked).
   auto run_step = [&](int step) -> Status {
     recorder.BeginStep(step);
     MS_RETURN_IF_ERROR(batches->Fetch(step, groups.tp.get(), in.data(), tg.data()));
+    if (options.dump_first_step && step == 0) {
+      if (world->rank() == 0) report.first_step.emplace();
+      StepDump* dump = world->rank() == 0 ? &*report.first_step : nullptr;
+      if (dump != nullptr) dump->rows = G;
+      MS_RETURN_IF_ERROR(GatherFull(world, plan, config, setup, model, model.params(), dump ? &dump->params : &unused));
+      MS_RETURN_IF_ERROR(GatherBatch(world, l, in, tg, dump));
+      optimizer.SetReducedGradsHook([&, dump](const float* grads) {
+        return GatherFull(world, plan, config, setup, model, grads, dump ? &dump->grads : &unused);
+      });
+    }
     MS_ASSIGN_OR_RETURN(double loss, RunPipelineSchedule(&model, &groups, ctx, data, schedule));
     MS_ASSIGN_OR_RETURN(float norm, optimizer.Step(&recorder));
     MS_RETURN_IF_ERROR(recorder.failure());
+    optimizer.SetReducedGradsHook(nullptr);
     MS_RETURN_IF_ERROR(world->AllReduceSum(&loss, 1));
     report.losses.push_back(static_cast<float>(loss));
+    if (report.first_step && step == 0) report.first_step->loss = static_cast<float>(loss);
     report.grad_norms.push_back(norm);
     return GatherStepEvents(world, recorder.TakeEvents(), sink);
   };
@@ -182,7 +226,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   end_trace(steps, false);
   if (options.gather_params) {
-    MS_RETURN_IF_ERROR(GatherFullParams(world, plan, config, setup, model, &report.params));
+    MS_RETURN_IF_ERROR(GatherFull(world, plan, config, setup, model, model.params(), &report.params));
   }
   return report;
 }
