@@ -110,6 +110,9 @@ int Main(int argc, char** argv) {
   diag_cmd->add_option("--straggler-threshold", diag.straggler_threshold,
                        "Compute slowdown against stage peers that marks a straggler, in [0, 10]")
       ->default_val("0.02");
+  diag_cmd->add_option("--predicted", diag.predicted,
+                       "Hold the trace against this predicted one of the same plan, op by op (as `megascale "
+                       "compare PREDICTED TRACE`): added to the text, the JSON (`comparison`) and the HTML");
   diag_cmd->add_option("--rank", diag.rank,
                        "Show this rank's 3D view: its TP, DP and PP groups with their compute "
                        "(default: the top straggler, else the hang culprit, else the failed rank)");

@@ -7,15 +7,18 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
 #include "traces/chrome_export.h"
+#include "traces/compare_report.h"
 #include "traces/diagnose_input.h"
 #include "traces/html_report.h"
 #include "traces/ideal_timeline.h"
 #include "traces/rank_view.h"
+#include "traces/trace_compare.h"
 
 namespace megascale::cli {
 namespace {
@@ -59,7 +62,8 @@ Status RunDiagnose(const DiagnoseArgs& args) {
     }
     MS_RETURN_IF_ERROR(CheckOutputFile("--heatmap", args.heatmap));
   }
-  MS_RETURN_IF_ERROR(CheckDistinct({{"trace", args.trace}, {"--meta", args.meta}},
+  if (!args.predicted.empty()) MS_RETURN_IF_ERROR(CheckInputFile("--predicted", args.predicted));
+  MS_RETURN_IF_ERROR(CheckDistinct({{"trace", args.trace}, {"--meta", args.meta}, {"--predicted", args.predicted}},
                                    {{"--html", args.html}, {"--heatmap", args.heatmap}, {"--timeline", args.timeline}}));
 
   MS_ASSIGN_OR_RETURN(DiagnosisReport report, DiagnoseInput(input, options));
@@ -77,12 +81,25 @@ Status RunDiagnose(const DiagnoseArgs& args) {
     }
     MS_RETURN_IF_ERROR(WriteIdealTimelineJson(*report.ideal_timeline, args.timeline));
   }
-  if (!args.html.empty()) MS_RETURN_IF_ERROR(WriteHtmlReport(report, args.html));
+  std::optional<TraceComparison> comparison;
+  if (!args.predicted.empty()) {
+    MS_ASSIGN_OR_RETURN(comparison, CompareTraces({args.predicted, TraceFormat::kAuto, ""}, input, CompareOptions{}));
+  }
+  if (!args.html.empty()) {
+    MS_RETURN_IF_ERROR(WriteHtmlReport(report, args.html, comparison ? ComparisonHtmlSection(*comparison) : ""));
+  }
   if (!args.heatmap.empty()) {
     MS_RETURN_IF_ERROR(WriteFileAtomically(
         args.heatmap, EndsWith(args.heatmap, ".svg") ? HeatMapSvg(report.heatmap) : HeatMapToCsv(report)));
   }
-  std::cout << (args.json ? ReportToJson(report) : ReportToText(report)) << "\n";
+  if (args.json && comparison) {
+    nlohmann::json j = nlohmann::json::parse(ReportToJson(report));
+    j["comparison"] = ComparisonJson(*comparison);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << (args.json ? ReportToJson(report) : ReportToText(report)) << "\n";
+    if (comparison) std::cout << "\n" << ComparisonText(*comparison);
+  }
   return Status::Ok();
 }
 

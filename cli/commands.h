@@ -46,6 +46,7 @@ struct DiagnoseArgs {
   bool json = false;
   std::string straggler_threshold = "0.02";  // text: RunDiagnose checks it (one error format)
   int rank = -1;  // the 3D view's rank; -1: the top straggler, hang culprit or failed rank
+  std::string predicted;  // a predicted trace of the same plan: the comparison is added (compare)
   bool quiet = false;  // no progress lines on stderr
 };
 Status RunDiagnose(const DiagnoseArgs& args);

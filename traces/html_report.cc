@@ -204,7 +204,7 @@ std::string TimelineSvg(const StepTimeline& t) {
 
 }  // namespace
 
-std::string ReportToHtml(const DiagnosisReport& r) {
+std::string ReportToHtml(const DiagnosisReport& r, const std::string& extra_sections) {
   std::string h = HtmlPageHead("megascale diagnosis");
   h += "<h1>Diagnosis of " + HtmlEscape(r.scenario_name.empty() ? "a trace" : "'" + r.scenario_name + "'") +
        "</h1>\n<table>";
@@ -244,12 +244,12 @@ std::string ReportToHtml(const DiagnosisReport& r) {
   if (r.timeline) {
     h += "<h2>Timeline of step " + std::to_string(r.timeline->step) + "</h2>\n" + TimelineSvg(*r.timeline) + "\n";
   }
-  h += "</body></html>\n";
+  h += extra_sections + "</body></html>\n";
   return h;
 }
 
-Status WriteHtmlReport(const DiagnosisReport& report, const std::string& path) {
-  return WriteFileAtomically(path, ReportToHtml(report));
+Status WriteHtmlReport(const DiagnosisReport& report, const std::string& path, const std::string& extra_sections) {
+  return WriteFileAtomically(path, ReportToHtml(report, extra_sections));
 }
 
 }  // namespace megascale

@@ -12,7 +12,9 @@
 
 namespace megascale {
 
-std::string ReportToHtml(const DiagnosisReport& report);
+// `extra_sections`: HTML placed after the report's own sections (diagnose --predicted: the
+// comparison, compare_report.h).
+std::string ReportToHtml(const DiagnosisReport& report, const std::string& extra_sections = "");
 
 // The heat map alone as a standalone SVG document (what the HTML report embeds): rows are
 // (stage, TP index), columns DP replicas; colour is the rank's mean compute per completed step
@@ -20,6 +22,7 @@ std::string ReportToHtml(const DiagnosisReport& report);
 std::string HeatMapSvg(const HeatMap& heatmap);
 
 // Writes ReportToHtml atomically (base/atomic_file.h).
-Status WriteHtmlReport(const DiagnosisReport& report, const std::string& path);
+Status WriteHtmlReport(const DiagnosisReport& report, const std::string& path,
+                       const std::string& extra_sections = "");
 
 }  // namespace megascale

@@ -70,6 +70,22 @@ TEST(CompareCli, ASlowedRankIsMeasuredSlowerThanPredictedOpByOp) {
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.out.find("ops that differ most"), std::string::npos) << text.out;
 
+  // The same comparison inside the diagnosis of the measured trace: text, JSON and HTML report.
+  const std::string report = WriteTemp("diagnosis.html", "");
+  std::remove(report.c_str());
+  const testing::CliResult d = RunCli("diagnose -q --json " + slowed + " --predicted " + healthy + " --html " + report);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  const nlohmann::json dj = nlohmann::json::parse(d.out);
+  EXPECT_EQ(dj["comparison"]["matched"], j["matched"]);
+  EXPECT_DOUBLE_EQ(dj["comparison"]["step_time_s"]["ratio"].get<double>(), j["step_time_s"]["ratio"].get<double>());
+  const std::string page = Slurp(report);
+  EXPECT_NE(page.find("Predicted against measured"), std::string::npos);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  const testing::CliResult dt = RunCli("diagnose -q " + slowed + " --predicted " + healthy);
+  EXPECT_EQ(dt.exit_code, 0);
+  EXPECT_NE(dt.out.find("ops that differ most"), std::string::npos);
+  std::remove(report.c_str());
+
   // Bad input: an output that is an input, a missing file, a trace of another plan.
   EXPECT_EQ(RunCli("compare " + healthy + " " + slowed + " --html " + slowed).exit_code, 2);
   EXPECT_EQ(RunCli("compare " + healthy + " /nonexistent.trace").exit_code, 2);
