@@ -22,6 +22,20 @@ model { preset: "gpt-1.3b" }
 training { global_batch: 128 }
 )";
 
+// validate runs every check plan makes: with search.enabled, the search, which fails when no
+// layout fits (here: 0.1 GB of the 80 allowed per GPU).
+TEST(SearchCli, ValidateRefusesWhatPlanRefuses) {
+  const std::string path = WriteTemp("search_nofit.textproto",
+                                     std::string(kSmall) + "search { enabled: true memory_fraction: 0.001 }");
+  auto p = RunCli("plan " + path);
+  auto v = RunCli("validate " + path);
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.err.find("search: no layout of the model fits"), std::string::npos) << v.err;
+  EXPECT_EQ(v.err, p.err);
+  std::remove(path.c_str());
+}
+
 TEST(SearchCli, PlanPrintsTopKWithTheFieldsOfAPlan) {
   const std::string path = WriteTemp("search_small.textproto",
                                      std::string(kSmall) + "search { enabled: true top_k: 3 }");
