@@ -12,7 +12,9 @@
 //  * Recv blocks until the message of that (peer, tag) arrives; messages of one (peer, tag) are
 //    received in the order sent.
 // Failure: every method returns a Status; an Internal or FailedRun error leaves the group unusable
-// (the caller stops the run). Not thread-safe: one thread per communicator.
+// (the caller stops the run). Not thread-safe: one thread per communicator, with one exception
+// every implementation keeps: Recv may run on one thread while Send and WaitSends run on another
+// (the plan interpreter's PP receive and send lanes, exec/program_interpreter.h).
 //
 // Tests and tools wrap a communicator (fault injection, a slow rank, counting bytes) by deriving
 // from CommunicatorWrapper and overriding what they need, as leveldb's EnvWrapper does.

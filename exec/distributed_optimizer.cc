@@ -165,14 +165,18 @@ Status DistributedOptimizer::PostBucket(size_t k, OpRecorder* rec) {
 }
 
 Status DistributedOptimizer::ChunkGradsDone(int chunk, OpRecorder* rec) {
-  for (size_t k = 0; k < buckets_.size(); ++k) {
-    if (buckets_[k].chunk == chunk && !posted_[k]) MS_RETURN_IF_ERROR(PostBucket(k, rec));
+  const OpUnit caller = rec->unit();
+  rec->SetUnit(OpUnit{BACKWARD, -1, chunk, -1, /*planned=*/false});
+  Status s;
+  for (size_t k = 0; k < buckets_.size() && s.ok(); ++k) {
+    if (buckets_[k].chunk == chunk && !posted_[k]) s = PostBucket(k, rec);
   }
-  return Status::Ok();
+  rec->SetUnit(caller);
+  return s;
 }
 
 Result<float> DistributedOptimizer::Step(OpRecorder* rec) {
-  rec->SetUnit(BACKWARD, -1, -1);
+  rec->SetUnit(OpUnit{BACKWARD, -1, -1, -1, /*planned=*/false});
   Status posted;
   for (size_t k = 0; k < buckets_.size() && posted.ok(); ++k) {
     if (!posted_[k]) posted = PostBucket(k, rec);
@@ -198,7 +202,7 @@ Result<float> DistributedOptimizer::Step(OpRecorder* rec) {
   for (double s : sq) total_sq += s;
   const float norm = ClipToNorm(held_grads, n, total_sq, setup_.clip_norm);
 
-  rec->SetUnit(OPTIMIZER, -1, -1);
+  rec->SetUnit(OPTIMIZER, -1, -1);  // the program's last op
   Status lamb_sum;
   rec->Compute(OPTIMIZER_STEP, [&] {
     if (lamb_) {
@@ -210,6 +214,7 @@ Result<float> DistributedOptimizer::Step(OpRecorder* rec) {
   });
   MS_RETURN_IF_ERROR(lamb_sum);
 
+  rec->SetUnit(OpUnit{OPTIMIZER, -1, -1, -1, /*planned=*/false});
   if (shard_ > 0) {
     std::vector<float> padded(shard_ * dp->size());
     std::copy(params + lo_, params + hi_, slice_.begin());

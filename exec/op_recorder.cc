@@ -36,12 +36,33 @@ Placement PlacementOf(OpKind kind) {
 
 Lane OpRecorder::LaneOf(OpKind kind) { return PlacementOf(kind).lane; }
 
+OpRecorder::OpRecorder(Device* device, const OpShape& shape, int rank, int stage, int64_t origin_ns,
+                       const StageProgram* program)
+    : device_(device), shape_(shape), rank_(rank), stage_(stage), origin_ns_(origin_ns), program_(program) {
+  if (program == nullptr) return;
+  unplanned_base_ = static_cast<uint32_t>(program->ops_size());
+  for (const Op& op : program->ops()) {
+    if (op.group() != NO_GROUP) ++group_base_[op.group()];
+  }
+}
+
 void OpRecorder::BeginStep(int step) {
   std::lock_guard<std::mutex> lock(mu_);
   step_ = step;
   next_id_ = 0;
-  if (plan_ids_) plan_ids_->BeginStep();
   for (uint32_t& s : seq_) s = 0;
+}
+
+uint32_t OpRecorder::Claim(OpKind kind) {
+  if (gate_ == nullptr || !unit_.planned || !failure_.ok()) return kUnplanned;
+  Result<uint32_t> id = gate_->Enter(unit_, kind);
+  if (id.ok()) return *id;
+  failure_ = id.status();
+  return kUnplanned;
+}
+
+void OpRecorder::Release(uint32_t id) {
+  if (gate_ != nullptr && id != kUnplanned) gate_->Exit(id);
 }
 
 void OpRecorder::CheckDevice(OpKind kind, uint32_t id) {
@@ -53,8 +74,8 @@ void OpRecorder::CheckDevice(OpKind kind, uint32_t id) {
   failure_ = Status::FailedRun(where + "): " + d.message());
 }
 
-uint32_t OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group,
-                            Lane lane) {
+void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group,
+                        Lane lane, uint32_t id) {
   Placement where = PlacementOf(kind);
   if (group != NO_GROUP) where.group = group;
   where.lane = lane;
@@ -63,7 +84,7 @@ uint32_t OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, d
   TraceEvent e;
   e.set_rank(rank_);
   e.set_step(step_);
-  e.set_op_id(plan_ids_ ? plan_ids_->Next(unit.phase, kind, unit.microbatch, unit.chunk, unit.layer) : next_id_++);
+  e.set_op_id(id != kUnplanned ? id : unplanned_base_ + next_id_++);
   e.set_kind(kind);
   e.set_lane(where.lane);
   e.set_phase(unit.phase);
@@ -74,14 +95,15 @@ uint32_t OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, d
     e.set_flops(ComputeOpCost(kind, unit.phase, shape_).flops);
   }
   e.set_bytes(bytes);
-  if (where.group != NO_GROUP) e.set_collective_seq(seq_[where.group]++);
+  if (where.group != NO_GROUP) {
+    const bool planned = id != kUnplanned && program_ != nullptr;
+    e.set_collective_seq(planned ? program_->ops(id).collective_seq() : group_base_[where.group] + seq_[where.group]++);
+  }
   e.set_microbatch(unit.microbatch);
   e.set_chunk(unit.chunk);
   e.set_layer(unit.layer);
   e.set_stage(stage_);
-  const uint32_t id = e.op_id();
   events_.push_back(std::move(e));
-  return id;
 }
 
 std::vector<TraceEvent> OpRecorder::TakeEvents() {

@@ -1,6 +1,7 @@
 #include "exec/stage_model.h"
 
 #include <cstdlib>
+#include <optional>
 
 namespace megascale {
 namespace exec {
@@ -40,7 +41,9 @@ StageModel::StageModel(const GptConfig& config, const StageSetup& setup, Device*
       dims_(MakeTpDims(config, setup.micro_batch, config.seq_len, setup.tp_rank, setup.tp,
                        setup.sequence_parallel)),
       params_(device, local_.total),
-      grads_(device, local_.total) {}
+      grads_(device, local_.total) {
+  dims_.recompute = setup.recompute;
+}
 
 StageModel::~StageModel() = default;
 
@@ -119,6 +122,9 @@ Status StageModel::Forward(const TpContext& ctx, int chunk, int mb, const MicroB
     MS_RETURN_IF_ERROR(TpBlockForward(ctx, d, ParamsOf(first_layer + k), x, &acts->blocks.back()));
     x = acts->blocks.back().out.data();
   }
+  if (setup_.recompute == RECOMPUTE_FULL) {
+    for (TpBlockActs& b : acts->blocks) b.KeepOnlyOutput();
+  }
   rec->SetLayer(-1);
   if (is_last(chunk)) {
     acts->lnf = DeviceBuffer(device_, Sz(d.rows, C));
@@ -176,8 +182,17 @@ Status StageModel::Backward(const TpContext& ctx, int chunk, int mb, const Micro
     rec->SetLayer(first_layer + k);
     const float* x = k > 0 ? a.blocks[k - 1].out.data() : a.input.data();
     device_->Zero(dprev.data(), dprev.size());
+    const TpBlockActs* acts = &a.blocks[k];
+    std::optional<TpBlockActs> again;
+    if (setup_.recompute == RECOMPUTE_FULL) {
+      again.emplace(device_, d);
+      rec->SetPhase(RECOMPUTE);
+      MS_RETURN_IF_ERROR(TpBlockForward(ctx, d, ParamsOf(first_layer + k), x, &*again));
+      rec->SetPhase(BACKWARD);
+      acts = &*again;
+    }
     MS_RETURN_IF_ERROR(TpBlockBackward(ctx, d, ParamsOf(first_layer + k), GradsOf(first_layer + k), x,
-                                       a.blocks[k], dcur.data(), dprev.data()));
+                                       *acts, dcur.data(), dprev.data()));
     std::swap(dcur, dprev);
   }
   rec->SetLayer(-1);

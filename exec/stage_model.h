@@ -8,7 +8,8 @@
 // The embedding and the head run on the rows a rank holds (with SP, on its slice; the embedding
 // is computed for all N rows and sliced, which needs no communication).
 // Parameters and gradients live in two flat device arrays laid out by StageParams.
-// Activations of a (chunk, micro-batch) are kept from its forward until Release().
+// Activations of a (chunk, micro-batch) are kept from its forward until Release() (with full
+// recompute, only each layer's output).
 // Not thread-safe.
 #pragma once
 
@@ -28,6 +29,10 @@ struct StageSetup {
   int tp_rank = 0, tp = 1;
   bool sequence_parallel = false;
   int micro_batch = 1;  // B of one micro-batch; T = config.seq_len
+  // The plan's layout.recompute: FULL keeps only each layer's output after the forward and
+  // recomputes the layer (ops of phase RECOMPUTE) right before its backward, as the plan orders it;
+  // SELECTIVE recomputes attention's probabilities (exec/tp_block.h).
+  Recompute recompute = RECOMPUTE_NONE;
 };
 
 // The parameters a rank with this setup holds (its chunks' layers, embedding, head).

@@ -101,6 +101,13 @@ TpBlockActs::TpBlockActs(Device* dev, const TpDims& d)
       fch_gelu(dev, Sz(d.N, d.ffn)),
       out(dev, Sz(d.rows, d.C)) {}
 
+void TpBlockActs::KeepOnlyOutput() {
+  for (DeviceBuffer* b : {&ln1, &ln1_mean, &ln1_rstd, &ln1_full, &qkv, &atty, &att, &attproj, &res2, &ln2,
+                          &ln2_mean, &ln2_rstd, &ln2_full, &fch, &fch_gelu}) {
+    *b = DeviceBuffer();
+  }
+}
+
 Status TpBlockForward(const TpContext& ctx, const TpDims& d, const BlockParams& p, const float* x,
                       TpBlockActs* a) {
   Device* dev = ctx.device;
@@ -117,6 +124,7 @@ Status TpBlockForward(const TpContext& ctx, const TpDims& d, const BlockParams& 
   rec->Compute(QKV_GEMM, [&] { dev->LinearForward(a->qkv.data(), y, p.qkv_w, p.qkv_b, N, C, d.qkv); });
   rec->Compute(ATTENTION,
                [&] { dev->AttentionForward(a->atty.data(), a->att.data(), a->qkv.data(), ShapeOf(d)); });
+  if (d.recompute == RECOMPUTE_SELECTIVE) a->att = DeviceBuffer();  // recomputed in the backward
   rec->Compute(ATTN_PROJ_GEMM, [&] {
     dev->LinearForward(partial.data(), a->atty.data(), p.attproj_w, nullptr, N, d.attn, C);
   });
@@ -190,9 +198,21 @@ Status TpBlockBackward(const TpContext& ctx, const TpDims& d, const BlockParams&
       dev->LinearBackward(datty.data(), g.attproj_w, nullptr, dattn, a.atty.data(), p.attproj_w, N, d.attn,
                           C);
     });
+    const float* att = a.att.data();
+    DeviceBuffer att_again, atty_again;
+    if (d.recompute == RECOMPUTE_SELECTIVE) {
+      att_again = DeviceBuffer(dev, Sz(d.B * d.heads, d.T) * d.T);
+      atty_again = DeviceBuffer(dev, Sz(N, d.attn));
+      rec->SetPhase(RECOMPUTE);
+      rec->Compute(ATTENTION, [&] {
+        dev->AttentionForward(atty_again.data(), att_again.data(), a.qkv.data(), ShapeOf(d));
+      });
+      rec->SetPhase(BACKWARD);
+      att = att_again.data();
+    }
     rec->Compute(ATTENTION, [&] {
       AttentionShape s = ShapeOf(d);
-      dev->AttentionBackward(dqkv.data(), datty.data(), a.qkv.data(), a.att.data(), s);
+      dev->AttentionBackward(dqkv.data(), datty.data(), a.qkv.data(), att, s);
     });
     rec->Compute(QKV_GEMM, [&] {
       dev->LinearBackward(dy.data(), g.qkv_w, g.qkv_b, dqkv.data(), attn_in, p.qkv_w, N, C, d.qkv);

@@ -44,6 +44,9 @@ struct TpDims {
   int heads = 0, kv_heads = 0, head_dim = 0, qkv = 0, attn = 0, ffn = 0;  // this rank's share
   int window = 0;
   bool parallel_block = false;
+  // SELECTIVE: TpBlockForward frees the attention probabilities and TpBlockBackward recomputes
+  // them (an ATTENTION op of phase RECOMPUTE); FULL is the caller's (exec/stage_model.h).
+  Recompute recompute = RECOMPUTE_NONE;
   bool split() const { return rows != N; }
 };
 
@@ -59,6 +62,8 @@ struct TpBlockActs {
   DeviceBuffer res2, ln2, ln2_mean, ln2_rstd, ln2_full;  // serial only
   DeviceBuffer fch, fch_gelu;                            // (N,ffn)
   DeviceBuffer out;                                      // (rows,C)
+  // Frees everything but `out` (full recompute keeps only each layer's output between passes).
+  void KeepOnlyOutput();
 };
 
 // x: (rows,C). Writes a->out.

@@ -5,7 +5,7 @@
 #include "exec/distributed_optimizer.h"
 #include "exec/exec_trace.h"
 #include "exec/parallel_groups.h"
-#include "exec/pipeline_schedule.h"
+#include "exec/program_interpreter.h"
 #include "exec/run_training.h"
 
 namespace megascale {
@@ -133,6 +133,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   setup.tp = l.tp();
   setup.sequence_parallel = l.sequence_parallel();
   setup.micro_batch = mb;
+  setup.recompute = l.recompute();
   StageModel model(config, setup, device);
   model.InitParams(options.param_seed);
 
@@ -147,8 +148,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   // The loss of the step is the mean over all G x T tokens: each micro-batch's mean (over the
   // rows this rank holds) weighs 1 / (micro-batches x replicas x row shards).
   const bool split_rows = model.dims().split();
-  ScheduleSetup schedule;
-  schedule.microbatches = m;
+  StepSetup schedule;
   schedule.loss_scale = 1.0f / (static_cast<float>(m) * l.dp() * (split_rows ? l.tp() : 1));
   schedule.counts_loss = split_rows || me.tp == 0;
 
@@ -168,6 +168,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   ctx.sequence_parallel = l.sequence_parallel();
   ctx.recorder = &recorder;
   schedule.chunk_grads_done = [&](int chunk) { return optimizer.ChunkGradsDone(chunk, &recorder); };
+  StageInterpreter interpreter(plan.stages(me.pp), &model, &groups, ctx);
 
   TrainingReport report;
   const int T = config.seq_len;
@@ -182,6 +183,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   // One step; any error in it is the run failing on this rank (its peers may be blocked).
   auto run_step = [&](int step) -> Status {
     recorder.BeginStep(step);
+    interpreter.BeginStep();
     MS_RETURN_IF_ERROR(batches->Fetch(step, groups.tp.get(), in.data(), tg.data()));
     if (options.dump_first_step && step == 0) {
       if (world->rank() == 0) report.first_step.emplace();
@@ -193,9 +195,10 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
         return GatherFull(world, plan, config, setup, model, grads, dump ? &dump->grads : &unused);
       });
     }
-    MS_ASSIGN_OR_RETURN(double loss, RunPipelineSchedule(&model, &groups, ctx, data, schedule));
+    MS_ASSIGN_OR_RETURN(double loss, interpreter.RunPasses(data, schedule));
     MS_ASSIGN_OR_RETURN(float norm, optimizer.Step(&recorder));
     MS_RETURN_IF_ERROR(recorder.failure());
+    MS_RETURN_IF_ERROR(interpreter.EndStep());
     optimizer.SetReducedGradsHook(nullptr);
     MS_RETURN_IF_ERROR(world->AllReduceSum(&loss, 1));
     report.losses.push_back(static_cast<float>(loss));

@@ -13,9 +13,10 @@
 
 #include "exec/comm_lane.h"
 #include "exec/distributed_optimizer.h"
-#include "exec/pipeline_schedule.h"
+#include "exec/program_interpreter.h"
 #include "exec/self_communicator.h"
 #include "planner/schedule.h"
+#include "tests/exec/tiny_run.h"
 
 namespace megascale::exec {
 namespace {
@@ -106,17 +107,21 @@ struct StepResult {
   std::vector<TraceEvent> events;
   size_t buckets = 0;
   double norm_bytes = 0;  // what the global norm's all-reduce moves: a double per full-layout tensor
+  uint32_t dp_planned = 0;  // the program's DP ops (the optimizer's own are numbered after them)
 };
 
 // One training step of a one-stage pipeline with two model chunks (interleaved order) and a DP
 // group of 2, with or without the lane.
 StepResult RunOneStep(bool overlap, int zero_stage) {
-  ModelSpec spec;
-  spec.set_layers(4);
-  spec.set_hidden(32);
-  spec.set_heads(4);
-  spec.set_seq_len(16);
-  spec.set_vocab(64);
+  // The plan of that layout (the interpreter runs its stage program); its model is the tiny GPT's.
+  testing::TinySpec t;
+  t.dp = 2;
+  t.vp = 2;
+  t.vocab = 64;
+  t.zero_stage = zero_stage;
+  const Result<Plan> plan = testing::TinyPlan(t);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  const ModelSpec& spec = plan->model();
   const GptConfig config = *GptConfigFromModel(spec);
   StageSetup setup;
   setup.vp = 2;
@@ -137,19 +142,18 @@ StepResult RunOneStep(bool overlap, int zero_stage) {
 
   OpShape shape;
   shape.model = spec;
-  OpRecorder recorder(&device, shape, 0, 0, device.NowNs());
+  OpRecorder recorder(&device, shape, 0, 0, device.NowNs(), &plan->stages(0));
   recorder.BeginStep(0);
   TpContext ctx;
   ctx.device = &device;
   ctx.tp = groups.tp.get();
   ctx.recorder = &recorder;
-  const int m = 4, T = config.seq_len;
+  const int m = plan->microbatches(), T = config.seq_len;
   std::vector<int32_t> tokens(m * T + 1);  // micro-batch k: inputs from k T, targets one on
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + 3) % config.vocab);
   std::vector<MicroBatchData> data(m);
   for (int k = 0; k < m; ++k) data[k] = {tokens.data() + k * T, tokens.data() + k * T + 1};
-  ScheduleSetup schedule;
-  schedule.microbatches = m;
+  StepSetup schedule;
   schedule.loss_scale = 1.0f / (m * 2);
   schedule.chunk_grads_done = [&](int chunk) {
     const Status posted = optimizer.ChunkGradsDone(chunk, &recorder);
@@ -158,14 +162,18 @@ StepResult RunOneStep(bool overlap, int zero_stage) {
   };
 
   StepResult r;
-  Result<double> loss = RunPipelineSchedule(&model, &groups, ctx, data, schedule);
+  StageInterpreter interpreter(plan->stages(0), &model, &groups, ctx);
+  interpreter.BeginStep();
+  Result<double> loss = interpreter.RunPasses(data, schedule);
   EXPECT_TRUE(loss.ok()) << loss.status().ToString();
   Result<float> norm = optimizer.Step(&recorder);
   EXPECT_TRUE(norm.ok()) << norm.status().ToString();
+  EXPECT_TRUE(interpreter.EndStep().ok());
   r.params.assign(model.params(), model.params() + model.local().total);
   r.events = recorder.TakeEvents();
   r.buckets = optimizer.buckets();
   r.norm_bytes = 8.0 * model.full_layout().tensors.size();
+  for (const Op& op : plan->stages(0).ops()) r.dp_planned += op.group() == DP_GROUP;
   return r;
 }
 
@@ -215,7 +223,8 @@ TEST(DpOverlap, ChunkReductionRunsDuringTheBackwardOnlyWithOverlap) {
 
 TEST(DpOverlap, LaneEventsAreOnTheDpLaneInEndOrderAndNumbered) {
   const StepResult on = RunOneStep(true, 1);
-  uint32_t next_seq = 0;
+  uint32_t next_seq = on.dp_planned;  // outside the program: numbered after the program's DP ops
+  EXPECT_GT(on.dp_planned, 0u);
   for (size_t i = 0; i < on.events.size(); ++i) {
     const TraceEvent& e = on.events[i];
     if (i > 0) {

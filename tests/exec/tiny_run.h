@@ -28,6 +28,8 @@ struct TinySpec {
   Optimizer optimizer = ADAM;
   bool sequence_parallel = true;
   int zero_stage = 1;
+  Recompute recompute = RECOMPUTE_NONE;
+  bool overlap_pp = true;
   int steps = 5;
 };
 
@@ -51,6 +53,8 @@ inline Scenario TinyScenario(const TinySpec& t) {
   l->set_schedule(t.vp > 1 ? INTERLEAVED_1F1B : ONE_F_ONE_B);
   l->set_sequence_parallel(t.sequence_parallel);
   l->set_zero_stage(t.zero_stage);
+  l->set_recompute(t.recompute);
+  l->mutable_overlap()->set_pp(t.overlap_pp);
   const int gpus = t.tp * t.pp * t.dp;
   s.mutable_cluster()->set_gpu("A100");
   s.mutable_cluster()->set_num_gpus(gpus);

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "exec/mpi_communicator.h"
+#include "exec/plan_trace_check.h"
 #include "tests/exec/tiny_run.h"
 #include "traces/trace_io.h"
 
@@ -27,17 +28,46 @@ namespace {
 constexpr float kLossTol = 2e-5f;
 constexpr float kParamTol = 5e-5f;
 
+// Rank 0's sink: keeps every event (all ranks', gathered by Train) and passes all on to the trace
+// file, if any.
+class EventTee : public TraceSink {
+ public:
+  explicit EventTee(TraceSink* next) : next_(next) {}
+  void OnHeader(const TraceHeader& h) override {
+    if (next_) next_->OnHeader(h);
+  }
+  void OnEvent(const TraceEvent& e) override {
+    events.push_back(e);
+    if (next_) next_->OnEvent(e);
+  }
+  void OnStatus(const RankStatus& s) override {
+    if (next_) next_->OnStatus(s);
+  }
+  void OnEnd(const RunEnd& e) override {
+    if (next_) next_->OnEnd(e);
+  }
+  std::vector<TraceEvent> events;
+
+ private:
+  TraceSink* next_;
+};
+
 int Main(int argc, char** argv) {
   testing::TinySpec t;
   std::string optimizer = "adam", trace, corpus = testing::ShippedCorpus();
   std::vector<std::string> expect_error;
-  bool check = false, no_sp = false, no_dp_overlap = false;
+  bool check = false, no_sp = false, no_dp_overlap = false, no_pp_overlap = false, check_plan_ops = false;
+  std::string recompute = "none";
   CLI::App app{"exec MPI test driver"};
   app.add_option("--tp", t.tp);
   app.add_option("--pp", t.pp);
   app.add_option("--dp", t.dp);
   app.add_option("--vp", t.vp);
   app.add_flag("--no-dp-overlap", no_dp_overlap);
+  app.add_flag("--no-pp-overlap", no_pp_overlap);
+  app.add_option("--recompute", recompute)->check(CLI::IsMember({"none", "selective", "full"}));
+  app.add_flag("--check-plan-ops", check_plan_ops,
+               "rank 0: the trace's ops are the plan's, each after its dependencies (exec/plan_trace_check.h)");
   app.add_option("--layers", t.layers);
   app.add_option("--micro-batch", t.micro_batch);
   app.add_option("--global-batch", t.global_batch);
@@ -54,6 +84,8 @@ int Main(int argc, char** argv) {
                  "pass when every rank fails with a message containing each of these (repeatable)");
   CLI11_PARSE(app, argc, argv);
   t.sequence_parallel = !no_sp;
+  t.overlap_pp = !no_pp_overlap;
+  t.recompute = recompute == "full" ? RECOMPUTE_FULL : recompute == "selective" ? RECOMPUTE_SELECTIVE : RECOMPUTE_NONE;
   t.optimizer = optimizer == "lamb" ? LAMB : ADAM;
 
   Result<std::unique_ptr<Communicator>> world = OpenWorld();
@@ -81,7 +113,8 @@ int Main(int argc, char** argv) {
     }
     writer = std::move(*created);
   }
-  Result<TrainingReport> run = Train(*plan, o, w, writer.get());
+  EventTee tee(writer.get());
+  Result<TrainingReport> run = Train(*plan, o, w, root ? &tee : nullptr);
 
   if (!expect_error.empty()) {
     // Every rank checks its own error: the test passes only if all of them failed as expected.
@@ -116,6 +149,13 @@ int Main(int argc, char** argv) {
               t.sequence_parallel ? "on" : "off", t.zero_stage, run->wall_s, t.steps);
   for (size_t s = 0; s < run->losses.size(); ++s) {
     std::printf("  step %zu loss %.6f grad norm %.6f\n", s, run->losses[s], run->grad_norms[s]);
+  }
+  if (check_plan_ops) {
+    const std::vector<std::string> problems = CheckTraceAgainstPlan(*plan, tee.events);
+    std::printf("  plan ops: %zu events of %d ranks checked against the plan, %zu problems\n", tee.events.size(),
+                w->size(), problems.size());
+    for (size_t k = 0; k < problems.size() && k < 10; ++k) std::fprintf(stderr, "  %s\n", problems[k].c_str());
+    if (!problems.empty() || tee.events.empty()) return 1;
   }
   if (!check) return 0;
   Result<testing::ReferenceRun> ref = testing::RunReference(*plan, o, t.steps);

@@ -1,0 +1,84 @@
+#include "exec/plan_trace_check.h"
+
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "exec/op_handlers.h"
+
+namespace megascale {
+namespace exec {
+namespace {
+
+bool Runs(const Op& op) {
+  const Handler h = HandlerOf(op);
+  return h != Handler::kDistributedOptimizer && h != Handler::kNotRunVocabParallel;
+}
+
+bool OptimizersOwn(const TraceEvent& e) {
+  const bool dp = e.kind() == DP_REDUCE_SCATTER || e.kind() == DP_ALL_GATHER || e.kind() == DP_ALL_REDUCE;
+  return e.microbatch() == -1 && (dp || e.kind() == TP_ALL_REDUCE);
+}
+
+std::string Where(int rank, int step, uint32_t id) {
+  return "rank " + std::to_string(rank) + ", step " + std::to_string(step) + ", op " + std::to_string(id);
+}
+
+}  // namespace
+
+std::vector<std::string> CheckTraceAgainstPlan(const Plan& plan, const std::vector<TraceEvent>& events) {
+  std::vector<std::string> problems;
+  std::map<std::pair<int, int>, std::map<uint32_t, const TraceEvent*>> by_rank_step;
+  std::map<int, int> stage_of;
+  for (const TraceEvent& e : events) {
+    stage_of[e.rank()] = e.stage();
+    if (e.stage() < 0 || e.stage() >= plan.stages_size()) {
+      problems.push_back("rank " + std::to_string(e.rank()) + " names stage " + std::to_string(e.stage()) +
+                         ", which the plan lacks");
+      continue;
+    }
+    const StageProgram& program = plan.stages(e.stage());
+    const std::string where = Where(e.rank(), e.step(), e.op_id());
+    if (e.op_id() >= static_cast<uint32_t>(program.ops_size())) {
+      if (!OptimizersOwn(e)) problems.push_back(where + " (" + OpKind_Name(e.kind()) + ") is not in the program");
+      continue;
+    }
+    const Op& op = program.ops(e.op_id());
+    if (std::make_tuple(op.kind(), op.phase(), op.microbatch(), op.chunk(), op.layer()) !=
+        std::make_tuple(e.kind(), e.phase(), e.microbatch(), e.chunk(), e.layer())) {
+      problems.push_back(where + " ran as " + OpKind_Name(e.kind()) + " " + Phase_Name(e.phase()) + " mb " +
+                         std::to_string(e.microbatch()) + " layer " + std::to_string(e.layer()) +
+                         "; the program's is " + OpKind_Name(op.kind()) + " " + Phase_Name(op.phase()) + " mb " +
+                         std::to_string(op.microbatch()) + " layer " + std::to_string(op.layer()));
+    }
+    if (!Runs(op)) problems.push_back(where + " (" + OpKind_Name(op.kind()) + ") ran, but the executor does not run it");
+    if (!by_rank_step[{e.rank(), e.step()}].emplace(e.op_id(), &e).second) {
+      problems.push_back(where + " ran twice");
+    }
+  }
+  for (const auto& [rank_step, ran] : by_rank_step) {
+    const auto [rank, step] = rank_step;
+    const StageProgram& program = plan.stages(stage_of[rank]);
+    for (const Op& op : program.ops()) {
+      if (!Runs(op)) continue;
+      auto it = ran.find(op.id());
+      if (it == ran.end()) {
+        problems.push_back(Where(rank, step, op.id()) + " (" + OpKind_Name(op.kind()) + ") did not run");
+        continue;
+      }
+      for (uint32_t dep : op.deps()) {
+        auto d = ran.find(dep);
+        if (d == ran.end()) continue;  // not run by the executor (or missing: reported above)
+        if (it->second->start_ns() < d->second->end_ns()) {
+          problems.push_back(Where(rank, step, op.id()) + " started " +
+                             std::to_string(d->second->end_ns() - it->second->start_ns()) +
+                             " ns before its dependency op " + std::to_string(dep) + " ended");
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+}  // namespace exec
+}  // namespace megascale

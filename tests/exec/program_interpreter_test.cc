@@ -1,0 +1,125 @@
+// The plan interpreter (exec/program_interpreter.h) on one rank: the trace of a run names every op
+// with the plan's id, runs every op of the stage program that the executor runs (all but the DP
+// ops, which exec/distributed_optimizer.h groups its own way) exactly once per step, and starts
+// each after its dependencies ended; recompute runs as planned and changes no number; an executor
+// that strays from the program stops with both ops named. The multi-rank cases (PP lanes, TP,
+// interleaving) are tests/exec_mpi's --check-plan-ops runs.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "exec/op_handlers.h"
+#include "exec/self_communicator.h"
+#include "tests/exec/tiny_run.h"
+#include "exec/plan_trace_check.h"
+
+namespace megascale::exec {
+namespace {
+
+class Events : public TraceSink {
+ public:
+  void OnHeader(const TraceHeader&) override {}
+  void OnEvent(const TraceEvent& e) override { events.push_back(e); }
+  void OnStatus(const RankStatus&) override {}
+  void OnEnd(const RunEnd&) override {}
+  std::vector<TraceEvent> events;
+};
+
+struct OneRankRun {
+  Plan plan;
+  TrainingReport report;
+  std::vector<TraceEvent> events;
+};
+
+OneRankRun RunOneRank(Recompute recompute, int steps = 2) {
+  testing::TinySpec t;
+  t.micro_batch = 2;
+  t.layers = 2;
+  t.recompute = recompute;
+  OneRankRun r;
+  Result<Plan> plan = testing::TinyPlan(t);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  r.plan = *plan;
+  RunOptions o = testing::TinyOptions(ADAM);
+  o.steps = steps;
+  o.gather_params = true;
+  SelfCommunicator world;
+  Events sink;
+  Result<TrainingReport> run = Train(r.plan, o, &world, &sink);
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  if (run.ok()) r.report = *run;
+  r.events = sink.events;
+  return r;
+}
+
+TEST(ProgramInterpreter, EveryPlannedOpRunsOnceUnderItsIdAfterItsDependencies) {
+  for (Recompute recompute : {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL}) {
+    SCOPED_TRACE(Recompute_Name(recompute));
+    const OneRankRun r = RunOneRank(recompute);
+    const std::vector<std::string> problems = CheckTraceAgainstPlan(r.plan, r.events);
+    EXPECT_TRUE(problems.empty()) << problems.front();
+    // Recompute's ops are there: as many RECOMPUTE ops per step as the program holds (not zero
+    // unless the plan has none).
+    int planned = 0, ran = 0;
+    for (const Op& op : r.plan.stages(0).ops()) planned += op.phase() == RECOMPUTE;
+    for (const TraceEvent& e : r.events) ran += e.phase() == RECOMPUTE && e.step() == 0;
+    EXPECT_EQ(ran, planned);
+    EXPECT_EQ(planned > 0, recompute != RECOMPUTE_NONE);
+  }
+}
+
+TEST(ProgramInterpreter, RecomputeChangesNoNumber) {
+  const OneRankRun none = RunOneRank(RECOMPUTE_NONE, 3), selective = RunOneRank(RECOMPUTE_SELECTIVE, 3),
+                   full = RunOneRank(RECOMPUTE_FULL, 3);
+  ASSERT_EQ(none.report.losses.size(), 3u);
+  for (const OneRankRun* r : {&selective, &full}) {
+    EXPECT_EQ(r->report.losses, none.report.losses);
+    ASSERT_EQ(r->report.params.size(), none.report.params.size());
+    EXPECT_EQ(0, std::memcmp(r->report.params.data(), none.report.params.data(), 4 * none.report.params.size()));
+  }
+}
+
+TEST(ProgramInterpreter, AnExecutorThatStraysFromTheProgramStopsNamingBothOps) {
+  testing::TinySpec t;
+  t.layers = 2;
+  Result<Plan> plan = testing::TinyPlan(t);
+  ASSERT_TRUE(plan.ok());
+  // The program says GELU where the model runs FFN_UP_GEMM (layer 0's forward, micro-batch 0).
+  for (Op& op : *plan->mutable_stages(0)->mutable_ops()) {
+    if (op.kind() == FFN_UP_GEMM && op.phase() == FORWARD && op.microbatch() == 0 && op.layer() == 0) {
+      op.set_kind(GELU);
+      break;
+    }
+  }
+  RunOptions o = testing::TinyOptions(ADAM);
+  o.steps = 1;
+  SelfCommunicator world;
+  Result<TrainingReport> run = Train(*plan, o, &world, nullptr);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("the executor's next op is FFN_UP_GEMM fwd, micro-batch 0, chunk 0, layer 0"),
+            std::string::npos)
+      << run.status().message();
+  EXPECT_NE(run.status().message().find("(GELU fwd, micro-batch 0, chunk 0, layer 0)"), std::string::npos)
+      << run.status().message();
+}
+
+TEST(OpHandlers, OneRowPerKindAndEveryPlannedKindHasAHandlerThatRunsIt) {
+  std::set<OpKind> kinds;
+  for (const HandlerRow& row : HandlerTable()) EXPECT_TRUE(kinds.insert(row.kind).second) << OpKind_Name(row.kind);
+  for (int k = 0; k < OpKind_descriptor()->value_count(); ++k) {
+    EXPECT_TRUE(kinds.count(static_cast<OpKind>(OpKind_descriptor()->value(k)->number())))
+        << OpKind_descriptor()->value(k)->name() << " has no row";
+  }
+  Op embedding_ag;
+  embedding_ag.set_kind(TP_ALL_GATHER);
+  embedding_ag.set_layer(-1);
+  EXPECT_EQ(HandlerOf(embedding_ag), Handler::kNotRunVocabParallel);
+  embedding_ag.set_layer(0);
+  EXPECT_EQ(HandlerOf(embedding_ag), Handler::kModel);
+}
+
+}  // namespace
+}  // namespace megascale::exec
