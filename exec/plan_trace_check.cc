@@ -59,6 +59,7 @@ std::vector<std::string> CheckTraceAgainstPlan(const Plan& plan, const std::vect
   for (const auto& [rank_step, ran] : by_rank_step) {
     const auto [rank, step] = rank_step;
     const StageProgram& program = plan.stages(stage_of[rank]);
+    std::map<int, const TraceEvent*> lane_last;  // by lane: the last op that ran, in program order
     for (const Op& op : program.ops()) {
       if (!Runs(op)) continue;
       auto it = ran.find(op.id());
@@ -66,6 +67,13 @@ std::vector<std::string> CheckTraceAgainstPlan(const Plan& plan, const std::vect
         problems.push_back(Where(rank, step, op.id()) + " (" + OpKind_Name(op.kind()) + ") did not run");
         continue;
       }
+      // A lane runs its ops in program order: the program leaves those dependencies implicit.
+      const TraceEvent*& prev = lane_last[op.lane()];
+      if (prev != nullptr && it->second->start_ns() < prev->end_ns()) {
+        problems.push_back(Where(rank, step, op.id()) + " started " + std::to_string(prev->end_ns() - it->second->start_ns()) +
+                           " ns before op " + std::to_string(prev->op_id()) + ", the one before it on its lane, ended");
+      }
+      prev = it->second;
       for (uint32_t dep : op.deps()) {
         auto d = ran.find(dep);
         if (d == ran.end()) continue;  // not run by the executor (or missing: reported above)

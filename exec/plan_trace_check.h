@@ -4,7 +4,8 @@
 //  * every op of the rank's stage program that the executor runs (exec/op_handlers.h: all but
 //    the DP ops of kDistributedOptimizer and the embedding/head TP ops of kNotRunVocabParallel)
 //    appears exactly once, under its id, with the program's kind, phase, micro-batch, chunk and
-//    layer, and starts no earlier than each of its dependencies that ran ended;
+//    layer, and starts no earlier than each of its dependencies that ran ended, nor than the op
+//    before it on its lane (the program leaves a lane's order implicit);
 //  * an op with an id past the program's last is the distributed optimizer's (micro-batch -1,
 //    a DP collective or the TP all-reduce of replicated gradients); no other op is unplanned.
 #pragma once

@@ -71,6 +71,56 @@ TEST(ProgramInterpreter, EveryPlannedOpRunsOnceUnderItsIdAfterItsDependencies) {
   }
 }
 
+TEST(PlanTraceCheck, FindsAMissingOpAWrongNameAStrangerAndAnOpThatStartedEarly) {
+  const OneRankRun r = RunOneRank(RECOMPUTE_NONE, 1);
+  ASSERT_TRUE(CheckTraceAgainstPlan(r.plan, r.events).empty());
+  auto problems_with = [&](auto&& change) {
+    std::vector<TraceEvent> events = r.events;
+    change(events);
+    return CheckTraceAgainstPlan(r.plan, events);
+  };
+  auto planned = [&](const std::vector<TraceEvent>& events, OpKind kind) {
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (events[i].kind() == kind && events[i].op_id() < static_cast<uint32_t>(r.plan.stages(0).ops_size())) return i;
+    }
+    return events.size();
+  };
+  std::vector<std::string> p = problems_with([&](std::vector<TraceEvent>& e) { e.erase(e.begin() + planned(e, GELU)); });
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].find("did not run"), std::string::npos) << p[0];
+  p = problems_with([&](std::vector<TraceEvent>& e) { e[planned(e, GELU)].set_layer(7); });
+  ASSERT_FALSE(p.empty());
+  EXPECT_NE(p[0].find("the program's is GELU"), std::string::npos) << p[0];
+  p = problems_with([&](std::vector<TraceEvent>& e) {
+    TraceEvent stranger = e[planned(e, GELU)];
+    stranger.set_op_id(100000);
+    e.push_back(stranger);
+  });
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].find("is not in the program"), std::string::npos) << p[0];
+  p = problems_with([&](std::vector<TraceEvent>& e) {
+    TraceEvent& gelu = e[planned(e, GELU)];
+    gelu.set_start_ns(gelu.start_ns() - 1000000000);  // before the FFN_UP_GEMM before it ended
+  });
+  ASSERT_FALSE(p.empty());
+  EXPECT_NE(p[0].find("the one before it on its lane, ended"), std::string::npos) << p[0];
+  // A dependency across lanes (this one-rank plan has none, so one is added): GELU of step 0 waits
+  // for an op whose end is moved past GELU's start.
+  std::vector<TraceEvent> events = r.events;
+  const size_t gelu = planned(events, GELU), gemm = planned(events, QKV_GEMM);
+  Plan plan = r.plan;
+  plan.mutable_stages(0)->mutable_ops(events[gelu].op_id())->add_deps(events[gemm].op_id());
+  EXPECT_TRUE(CheckTraceAgainstPlan(plan, events).empty());
+  events[gemm].set_end_ns(events[gelu].start_ns() + 1);
+  p = CheckTraceAgainstPlan(plan, events);
+  bool named = false;
+  for (const std::string& problem : p) {
+    named |= problem.find("op " + std::to_string(events[gelu].op_id()) + " started") != std::string::npos &&
+             problem.find("before its dependency op " + std::to_string(events[gemm].op_id())) != std::string::npos;
+  }
+  EXPECT_TRUE(named) << ::testing::PrintToString(p);
+}
+
 TEST(ProgramInterpreter, RecomputeChangesNoNumber) {
   const OneRankRun none = RunOneRank(RECOMPUTE_NONE, 3), selective = RunOneRank(RECOMPUTE_SELECTIVE, 3),
                    full = RunOneRank(RECOMPUTE_FULL, 3);

@@ -4,6 +4,7 @@
 // Exit status: 0 when every check on this rank passed; mpirun reports the worst rank's.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "exec/mpi_communicator.h"
@@ -52,12 +53,32 @@ class EventTee : public TraceSink {
   TraceSink* next_;
 };
 
+// PP receives (on their lane) whose interval overlaps a compute op's of the same rank and step.
+int PpReceivesBesideCompute(const std::vector<TraceEvent>& events) {
+  std::map<std::pair<int, int>, std::vector<const TraceEvent*>> compute;
+  for (const TraceEvent& e : events) {
+    if (e.lane() == COMPUTE) compute[{e.rank(), e.step()}].push_back(&e);
+  }
+  int n = 0;
+  for (const TraceEvent& r : events) {
+    if (r.kind() != PP_RECV || r.lane() != PP_RECV_LANE) continue;
+    for (const TraceEvent* c : compute[{r.rank(), r.step()}]) {
+      if (c->start_ns() < r.end_ns() && r.start_ns() < c->end_ns()) {
+        ++n;
+        break;
+      }
+    }
+  }
+  return n;
+}
+
 int Main(int argc, char** argv) {
   testing::TinySpec t;
   std::string optimizer = "adam", trace, corpus = testing::ShippedCorpus();
   std::vector<std::string> expect_error;
   bool check = false, no_sp = false, no_dp_overlap = false, no_pp_overlap = false, check_plan_ops = false;
   std::string recompute = "none";
+  bool expect_pp_overlap = false;
   CLI::App app{"exec MPI test driver"};
   app.add_option("--tp", t.tp);
   app.add_option("--pp", t.pp);
@@ -65,6 +86,8 @@ int Main(int argc, char** argv) {
   app.add_option("--vp", t.vp);
   app.add_flag("--no-dp-overlap", no_dp_overlap);
   app.add_flag("--no-pp-overlap", no_pp_overlap);
+  app.add_flag("--expect-pp-overlap", expect_pp_overlap,
+               "rank 0: fail unless some PP receive ran while its rank computed (another lane)");
   app.add_option("--recompute", recompute)->check(CLI::IsMember({"none", "selective", "full"}));
   app.add_flag("--check-plan-ops", check_plan_ops,
                "rank 0: the trace's ops are the plan's, each after its dependencies (exec/plan_trace_check.h)");
@@ -148,7 +171,12 @@ int Main(int argc, char** argv) {
               t.tp, t.pp, t.vp, t.dp, t.parallel_block ? "parallel" : "serial", t.window, optimizer.c_str(),
               t.sequence_parallel ? "on" : "off", t.zero_stage, run->wall_s, t.steps);
   for (size_t s = 0; s < run->losses.size(); ++s) {
-    std::printf("  step %zu loss %.6f grad norm %.6f\n", s, run->losses[s], run->grad_norms[s]);
+    std::printf("  step %zu loss %.9g grad norm %.9g\n", s, run->losses[s], run->grad_norms[s]);
+  }
+  if (expect_pp_overlap) {
+    const int overlapping = PpReceivesBesideCompute(tee.events);
+    std::printf("  PP receives that overlap a compute op of their rank: %d\n", overlapping);
+    if (overlapping == 0) return 1;
   }
   if (check_plan_ops) {
     const std::vector<std::string> problems = CheckTraceAgainstPlan(*plan, tee.events);
