@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/views.h"
 #include "planner/plan_builder.h"
+#include "planner/scenario_io.h"
 #include "planner/search.h"
 #include "planner/search_inverse.h"
 
@@ -21,9 +22,24 @@ Status RunValidate(const ValidateArgs& args) {
   } else {
     MS_RETURN_IF_ERROR(SearchLayouts(scenario).status());
   }
+  std::string note;
+  if (scenario.search().enabled()) {
+    // The search may have put a candidate in place of the user's layout (and fewer GPUs, another
+    // micro-batch) to check the rest; what prints is the user's own, as written.
+    MS_ASSIGN_OR_RETURN(const Scenario raw, LoadScenario(args.scenario));
+    *scenario.mutable_layout() = raw.layout();
+    scenario.mutable_cluster()->set_num_gpus(raw.cluster().num_gpus());
+    if (raw.training().has_micro_batch()) {
+      scenario.mutable_training()->set_micro_batch(raw.training().micro_batch());
+    } else {
+      scenario.mutable_training()->clear_micro_batch();
+    }
+    if (!raw.search().has_max_gpus()) scenario.mutable_search()->clear_max_gpus();
+    note = "# layout as written: search.enabled chooses the rest (megascale plan prints the choice)\n";
+  }
   std::string text;
   google::protobuf::TextFormat::PrintToString(scenario, &text);
-  std::cout << "# " << args.scenario << " is valid; resolved with every default:\n" << text;
+  std::cout << "# " << args.scenario << " is valid; resolved with every default:\n" << note << text;
   return Status::Ok();
 }
 

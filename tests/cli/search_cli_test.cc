@@ -36,6 +36,22 @@ TEST(SearchCli, ValidateRefusesWhatPlanRefuses) {
   std::remove(path.c_str());
 }
 
+// validate prints the user's own layout, never the candidate the search put in its place to check
+// the rest: TP 3 does not divide 64 GPUs, and the search chooses anyway.
+TEST(SearchCli, ValidatePrintsTheUsersOwnLayout) {
+  const std::string path = WriteTemp("search_own_layout.textproto",
+                                     std::string(kSmall) + "layout { tp: 3 }\nsearch { enabled: true }");
+  auto v = RunCli("validate " + path);
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  const size_t layout = v.out.find("layout {");
+  ASSERT_NE(layout, std::string::npos) << v.out;
+  const std::string block = v.out.substr(layout, v.out.find("}", layout) - layout);
+  EXPECT_EQ(block, "layout {\n  tp: 3\n") << v.out;
+  EXPECT_NE(v.out.find("num_gpus: 64"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("layout as written"), std::string::npos) << v.out;
+  std::remove(path.c_str());
+}
+
 TEST(SearchCli, PlanPrintsTopKWithTheFieldsOfAPlan) {
   const std::string path = WriteTemp("search_small.textproto",
                                      std::string(kSmall) + "search { enabled: true top_k: 3 }");
