@@ -1,5 +1,5 @@
-// Communicator: the one interface through which exec/ talks to other ranks (MPI on CPUs today,
-// NCCL on GPUs later). Collectives and point-to-point messages over a group of ranks, plus Split,
+// Communicator: the one interface through which exec/ talks to other ranks (MPI on CPUs,
+// exec/cuda/nccl_communicator.h on GPUs). Collectives and point-to-point messages over a group of ranks, plus Split,
 // which makes the TP, PP and DP groups (exec/parallel_groups.h).
 //
 // Semantics every implementation keeps (the model code relies on them):

@@ -1,7 +1,7 @@
-// Device: the one interface through which exec/ computes: memory and the model's kernels (CPU
-// fp32 reference today, CUDA later). Every kernel has the shapes and the accumulate-into-gradient
-// contract of its CPU reference header (exec/linear.h, exec/attention.h, ...), which the CUDA
-// implementation will be checked against tensor by tensor.
+// Device: the one interface through which exec/ computes: memory and the model's kernels (the
+// CPU fp32 reference, cpu_device.cc; CUDA, exec/cuda/). Every kernel has the shapes and the
+// accumulate-into-gradient contract of its CPU reference header (exec/linear.h, exec/attention.h,
+// ...), which the CUDA implementation is checked against tensor by tensor (tests/exec_cuda).
 //
 // Memory: float buffers from Alloc live on the device; Upload/Download copy from and to the host.
 // Token and target ids are host arrays (a device copies them in itself). The CPU device's buffers

@@ -18,7 +18,8 @@
 // of pointer (device or host) to a collective, as they pass the same sizes: the trainer passes
 // DeviceBuffers everywhere.
 // Failure: NCCL and CUDA errors are Internal statuses naming the call, file:line and NCCL's last
-// error; the group is unusable afterwards. Not thread-safe: one thread per communicator.
+// error; the group is unusable afterwards. Not thread-safe: one thread per communicator, but for
+// the PP lanes' Send and Recv on two threads, which go to MPI and keep exec/communicator.h's rule.
 #pragma once
 
 #include <memory>
