@@ -77,15 +77,12 @@ StageInterpreter::~StageInterpreter() {
 }
 
 void StageInterpreter::AbandonLanes() {
-  std::thread* lanes[2] = {&recv_lane_, &send_lane_};
-  for (int k = 0; k < 2; ++k) {
-    if (!lanes[k]->joinable()) continue;
-    while (!finished_[k] && !in_comm_[k]) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (finished_[k]) {
-      lanes[k]->join();
-    } else {
-      lanes[k]->detach();  // blocked for good; the run is ending
-    }
+  if (!recv_lane_.joinable()) return;
+  while (!recv_finished_ && !recv_in_comm_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (recv_finished_) {
+    recv_lane_.join();
+  } else {
+    recv_lane_.detach();  // blocked for good; the run is ending
   }
 }
 
@@ -151,6 +148,7 @@ Result<uint32_t> StageInterpreter::Enter(const OpUnit& unit, OpKind kind) {
     ++cursor_;
   }
   const Op& op = program_.ops(model_ops_[cursor_++]);
+  MS_RETURN_IF_ERROR(IssueReadySends());  // an op may wait for a send (paired PP exchange)
   for (uint32_t dep : op.deps()) MS_RETURN_IF_ERROR(WaitDone(dep));
   return op.id();
 }
@@ -161,7 +159,7 @@ void StageInterpreter::RecvLane() {
   struct Finish {
     std::atomic<bool>* flag;
     ~Finish() { *flag = true; }
-  } finish{&finished_[0]};
+  } finish{&recv_finished_};
   Communicator* pp = groups_->pp.get();
   const size_t n = static_cast<size_t>(model_->dims().rows) * model_->dims().C;
   for (uint32_t id : recvs_) {
@@ -172,9 +170,9 @@ void StageInterpreter::RecvLane() {
     DeviceBuffer buf(ctx_.device, n);
     const Status s = ctx_.recorder->CommAs(id, PP_RECV_LANE, OpUnit{op.phase(), op.microbatch(), op.chunk(), -1},
                                            PP_RECV, 4.0 * n, [&] {
-                                             in_comm_[0] = true;
+                                             recv_in_comm_ = true;
                                              const Status r = pp->Recv(buf.data(), n, op.peer_stage(), op.tag());
-                                             in_comm_[0] = false;
+                                             recv_in_comm_ = false;
                                              return r;
                                            });
     if (!s.ok()) return Fail(s);
@@ -187,40 +185,32 @@ void StageInterpreter::RecvLane() {
   }
 }
 
-void StageInterpreter::SendLane() {
-  struct Finish {
-    std::atomic<bool>* flag;
-    ~Finish() { *flag = true; }
-  } finish{&finished_[1]};
+Status StageInterpreter::IssueReadySends() {
   Communicator* pp = groups_->pp.get();
   const size_t n = static_cast<size_t>(model_->dims().rows) * model_->dims().C;
-  for (uint32_t id : sends_) {
+  for (; next_send_ < sends_.size(); ++next_send_) {
+    const uint32_t id = sends_[next_send_];
     const Op& op = program_.ops(id);
-    for (uint32_t dep : op.deps()) {
-      if (!WaitDone(dep).ok()) return;
-    }
     const float* data = nullptr;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      changed_.wait(lock, [&] { return outbox_.count(id) > 0 || !lane_error_.ok(); });
-      if (!lane_error_.ok()) return;
-      data = outbox_.at(id);
+      std::lock_guard<std::mutex> lock(mu_);
+      for (uint32_t dep : op.deps()) {
+        if (!done_[dep]) return Status::Ok();  // the lane's order: later sends wait too
+      }
+      auto it = outbox_.find(id);
+      if (it == outbox_.end()) return Status::Ok();
+      data = it->second;
     }
-    const Status s = ctx_.recorder->CommAs(id, PP_SEND_LANE, OpUnit{op.phase(), op.microbatch(), op.chunk(), -1},
-                                           PP_SEND, 4.0 * n,
-                                           [&] { return pp->Send(data, n, op.peer_stage(), op.tag()); });
-    if (!s.ok()) return Fail(s);
+    MS_RETURN_IF_ERROR(ctx_.recorder->CommAs(id, PP_SEND_LANE, OpUnit{op.phase(), op.microbatch(), op.chunk(), -1},
+                                             PP_SEND, 4.0 * n,
+                                             [&] { return pp->Send(data, n, op.peer_stage(), op.tag()); }));
     MarkDone(id);
   }
-  in_comm_[1] = true;
-  const Status s = pp->WaitSends();
-  in_comm_[1] = false;
-  if (!s.ok()) Fail(s);
+  return Status::Ok();
 }
 
 void StageInterpreter::JoinLanes() {
   if (recv_lane_.joinable()) recv_lane_.join();
-  if (send_lane_.joinable()) send_lane_.join();
 }
 
 void StageInterpreter::ReleaseSent(bool all) {
@@ -242,9 +232,9 @@ void StageInterpreter::ReleaseSent(bool all) {
 Result<double> StageInterpreter::RunPasses(const std::vector<MicroBatchData>& data, const StepSetup& setup) {
   MS_RETURN_IF_ERROR(unsupported_);
   OpRecorder* rec = ctx_.recorder;
-  for (std::atomic<bool>& f : finished_) f = false;
+  recv_finished_ = false;
+  next_send_ = 0;
   if (!recvs_.empty()) recv_lane_ = std::thread([this] { RecvLane(); });
-  if (!sends_.empty()) send_lane_ = std::thread([this] { SendLane(); });
   double loss_sum = 0.0;
   Status failed;
   for (const Unit& u : units_) {
@@ -285,6 +275,8 @@ Result<double> StageInterpreter::RunPasses(const std::vector<MicroBatchData>& da
       }
     }
     changed_.notify_all();
+    failed = IssueReadySends();
+    if (!failed.ok()) break;
     ReleaseSent(false);
     if (u.forward && model_->is_last(u.chunk) && setup.counts_loss) {
       loss_sum += static_cast<double>(loss) * setup.loss_scale;
@@ -300,6 +292,17 @@ Result<double> StageInterpreter::RunPasses(const std::vector<MicroBatchData>& da
     Fail(failed);
     AbandonLanes();
     return failed;
+  }
+  Status sent = IssueReadySends();
+  if (sent.ok() && next_send_ < sends_.size()) {
+    sent = Status::Internal("stage " + std::to_string(program_.stage()) + "'s send op " +
+                            std::to_string(sends_[next_send_]) + " never became ready");
+  }
+  if (sent.ok()) sent = groups_->pp->WaitSends();
+  if (!sent.ok()) {
+    Fail(sent);
+    AbandonLanes();
+    return sent;
   }
   JoinLanes();
   ReleaseSent(true);
