@@ -12,9 +12,7 @@
 //  * Recv blocks until the message of that (peer, tag) arrives; messages of one (peer, tag) are
 //    received in the order sent.
 // Failure: every method returns a Status; an Internal or FailedRun error leaves the group unusable
-// (the caller stops the run). Not thread-safe: one thread per communicator, with one exception
-// every implementation keeps: Recv may run on one thread while Send and WaitSends run on another
-// (the plan interpreter's PP receive and send lanes, exec/program_interpreter.h).
+// (the caller stops the run). Not thread-safe: one thread per communicator.
 //
 // Tests and tools wrap a communicator (fault injection, a slow rank, counting bytes) by deriving
 // from CommunicatorWrapper and overriding what they need, as leveldb's EnvWrapper does.
@@ -57,6 +55,15 @@ class Communicator {
   virtual Status Send(const float* data, size_t n, int peer, uint64_t tag) = 0;
   virtual Status Recv(float* data, size_t n, int peer, uint64_t tag) = 0;
   virtual Status WaitSends() = 0;
+  // A receive posted now and completed by Wait (data is written by then, and only read after it):
+  // so a rank can let a message arrive while it computes. The default posts nothing and receives
+  // in Wait (a blocking Recv, through any wrapper's override); MPI posts an MPI_Irecv.
+  class PendingRecv {
+   public:
+    virtual ~PendingRecv() = default;
+    virtual Status Wait() = 0;
+  };
+  virtual Result<std::unique_ptr<PendingRecv>> PostRecv(float* data, size_t n, int peer, uint64_t tag);
 
   // Collective over the group: members that pass the same color >= 0 form a new group, ordered by
   // key. A member passing color < 0 joins none and receives nullptr.

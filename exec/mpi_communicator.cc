@@ -140,6 +140,15 @@ class MpiCommunicator : public Communicator {
     }
     return Status::Ok();
   }
+  Result<std::unique_ptr<PendingRecv>> PostRecv(float* data, size_t n, int peer, uint64_t tag) override {
+    MS_RETURN_IF_ERROR(CheckCount(n, "MPI_Irecv"));
+    MS_RETURN_IF_ERROR(CheckTag(tag));
+    auto posted = std::make_unique<PostedRecv>(n, peer, tag);
+    MS_RETURN_IF_ERROR(Check(MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, peer, static_cast<int>(tag), comm_,
+                                       &posted->request),
+                             "MPI_Irecv"));
+    return std::unique_ptr<PendingRecv>(std::move(posted));
+  }
   Status WaitSends() override {
     Status first;
     for (Pending& p : pending_) {
@@ -159,6 +168,32 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
+  // An MPI_Irecv; Wait checks the count as Recv does. A receive never waited for is cancelled.
+  struct PostedRecv : PendingRecv {
+    PostedRecv(size_t n, int peer, uint64_t tag) : n(n), peer(peer), tag(tag) {}
+    ~PostedRecv() override {
+      if (request != MPI_REQUEST_NULL) {
+        MPI_Cancel(&request);
+        MPI_Request_free(&request);
+      }
+    }
+    Status Wait() override {
+      MPI_Status st;
+      MS_RETURN_IF_ERROR(Check(MPI_Wait(&request, &st), "MPI_Wait"));
+      int got = 0;
+      MPI_Get_count(&st, MPI_FLOAT, &got);
+      if (static_cast<size_t>(got) != n) {
+        return Status::Internal("MPI_Irecv: expected " + std::to_string(n) + " values from member " +
+                                std::to_string(peer) + " (tag " + std::to_string(tag) + "), got " +
+                                std::to_string(got));
+      }
+      return Status::Ok();
+    }
+    size_t n;
+    int peer;
+    uint64_t tag;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
   struct Pending {
     std::vector<float> payload;  // the copy that Send promises; freed once MPI is done with it
     MPI_Request request;

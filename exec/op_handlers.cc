@@ -47,9 +47,9 @@ const char* HandlerName(Handler h) {
     case Handler::kNotRunVocabParallel:
       return "not run (vocabulary-parallel embedding/head)";
     case Handler::kPpRecv:
-      return "PP receive lane";
+      return "PP receive lane (posted, waited for by its unit)";
     case Handler::kPpSend:
-      return "PP send lane";
+      return "PP send lane (asynchronous)";
     case Handler::kDistributedOptimizer:
       return "distributed optimizer (own buckets)";
     case Handler::kOptimizerStep:

@@ -22,8 +22,8 @@ enum class Handler {
   // vocabulary-parallel embedding and head; the executor computes both on the rows it holds with
   // the whole vocabulary, so these ops are not run (the interpreter marks them done and counts them).
   kNotRunVocabParallel,
-  kPpRecv,  // the PP receive lane's thread: waits for the op's deps, receives into an inbox
-  kPpSend,  // the PP send lane's thread: waits for the unit's output, sends it (copied; no wait)
+  kPpRecv,  // the PP receive lane: posted once its deps ended, into an inbox the unit waits for
+  kPpSend,  // the PP send lane: issued once the unit's output exists (copied; no wait)
   // Gradient reductions and parameter gathers: exec/distributed_optimizer.h runs them in its own
   // buckets (one per model chunk, on the DP lane with overlap.dp), recorded outside the program.
   kDistributedOptimizer,

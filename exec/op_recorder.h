@@ -11,16 +11,16 @@
 // the step. FLOPs per compute op come from planner/op_costs.h (the one source of per-op work).
 // Times come from the device's clock (a steady clock on the CPU), after Synchronize(), relative to
 // `origin_ns`.
-// Threads: the compute thread records through Compute/Comm with the context SetUnit/SetLayer set;
-// the lanes (exec/comm_lane.h, the interpreter's PP lanes) record from their own threads through
-// CommOn/CommAs, with an explicit context and lane. One mutex guards the event list, the op ids
+// Threads: the compute thread records through Compute/Comm with the context SetUnit/SetLayer set,
+// and the interpreter's PP ops through CommAs/CommSince; the DP lane (exec/comm_lane.h) records
+// from its own thread through CommOn, with an explicit context and lane. One mutex guards the event list, the op ids
 // and the collective counters, and the end time is read under it, so the events of a rank stay in
 // end order (as TraceSink requires) whichever thread ends an op. SetUnit, SetLayer, SetGate and
 // BeginStep belong to the compute thread (BeginStep only while the lanes are idle). The device's
 // NowNs() must be callable from any thread (the CPU's steady clock is); the lanes never call
 // Synchronize(). Collective counters are per group: a group's collectives must all be issued by
-// one thread (the DP lane issues only the DP group's during the backward, the PP lanes only PP
-// sends or only PP receives, each in the program's order) so each rank numbers them alike.
+// one thread (the DP lane issues only the DP group's during the backward) so each rank numbers
+// them alike; planned ops carry the program's numbers.
 #pragma once
 
 #include <cstdint>
@@ -101,9 +101,14 @@ class OpRecorder {
   template <typename F>
   Status CommAs(uint32_t id, Lane lane, const OpUnit& unit, OpKind kind, double bytes, F&& f,
                 Group group = NO_GROUP) {
-    const int64_t start = device_->NowNs();
+    return CommSince(device_->NowNs(), id, lane, unit, kind, bytes, std::forward<F>(f), group);
+  }
+  // The same for an op that began at start_ns (a receive posted then, waited for by f now).
+  template <typename F>
+  Status CommSince(int64_t start_ns, uint32_t id, Lane lane, const OpUnit& unit, OpKind kind, double bytes, F&& f,
+                   Group group = NO_GROUP) {
     Status s = f();
-    Record(unit, kind, start, bytes, group, lane, id);
+    Record(unit, kind, start_ns, bytes, group, lane, id);
     return s;
   }
   // The lane an op of this kind runs on when nothing overrides it.

@@ -1,6 +1,6 @@
 #include "exec/program_interpreter.h"
 
-#include <chrono>
+#include <algorithm>
 #include <string>
 #include <tuple>
 
@@ -70,60 +70,26 @@ StageInterpreter::StageInterpreter(const StageProgram& program, StageModel* mode
   for (const auto& [chunk, i] : last) units_[i].last_backward = true;
 }
 
-StageInterpreter::~StageInterpreter() {
-  Fail(Status::Internal("the interpreter ended"));  // wakes lanes still waiting
-  AbandonLanes();
-  ctx_.recorder->SetGate(nullptr);
-}
-
-void StageInterpreter::AbandonLanes() {
-  if (!recv_lane_.joinable()) return;
-  while (!recv_finished_ && !recv_in_comm_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (recv_finished_) {
-    recv_lane_.join();
-  } else {
-    recv_lane_.detach();  // blocked for good; the run is ending
-  }
-}
+StageInterpreter::~StageInterpreter() { ctx_.recorder->SetGate(nullptr); }
 
 std::string StageInterpreter::Describe(const Op& op) const {
   return Name(op.kind(), op.phase(), op.microbatch(), op.chunk(), op.layer());
 }
 
 void StageInterpreter::BeginStep() {
-  std::lock_guard<std::mutex> lock(mu_);
   done_.assign(program_.ops_size(), 0);
   for (const Op& op : program_.ops()) {
     if (HandlerOf(op) == Handler::kDistributedOptimizer) done_[op.id()] = 1;
   }
   cursor_ = 0;
   not_run_ = 0;
-  inbox_.clear();
+  next_recv_ = 0;
+  next_send_ = 0;
+  recv_lane_free_ns_ = 0;
+  posted_.clear();
   outbox_.clear();
   sent_.clear();
-  lane_error_ = Status::Ok();
-}
-
-void StageInterpreter::MarkDone(uint32_t id) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_[id] = 1;
-  }
-  changed_.notify_all();
-}
-
-Status StageInterpreter::WaitDone(uint32_t id) {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [&] { return done_[id] || !lane_error_.ok(); });
-  return lane_error_;
-}
-
-void StageInterpreter::Fail(const Status& s) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (lane_error_.ok()) lane_error_ = s;
-  }
-  changed_.notify_all();
+  sent_send_.clear();
 }
 
 Result<uint32_t> StageInterpreter::Enter(const OpUnit& unit, OpKind kind) {
@@ -143,46 +109,35 @@ Result<uint32_t> StageInterpreter::Enter(const OpUnit& unit, OpKind kind) {
                               std::to_string(program_.stage()) + "'s program has op " + std::to_string(op.id()) +
                               " (" + Describe(op) + ")");
     }
-    MarkDone(op.id());
+    done_[op.id()] = 1;
     ++not_run_;
     ++cursor_;
   }
   const Op& op = program_.ops(model_ops_[cursor_++]);
-  MS_RETURN_IF_ERROR(IssueReadySends());  // an op may wait for a send (paired PP exchange)
-  for (uint32_t dep : op.deps()) MS_RETURN_IF_ERROR(WaitDone(dep));
+  // The PP lanes move on as far as the ops that ended allow, then this op's deps complete.
+  MS_RETURN_IF_ERROR(PostReadyRecvs());
+  MS_RETURN_IF_ERROR(IssueReadySends());
+  for (uint32_t dep : op.deps()) MS_RETURN_IF_ERROR(Complete(dep));
   return op.id();
 }
 
-void StageInterpreter::Exit(uint32_t id) { MarkDone(id); }
+void StageInterpreter::Exit(uint32_t id) { done_[id] = 1; }
 
-void StageInterpreter::RecvLane() {
-  struct Finish {
-    std::atomic<bool>* flag;
-    ~Finish() { *flag = true; }
-  } finish{&recv_finished_};
+Status StageInterpreter::PostReadyRecvs() {
   Communicator* pp = groups_->pp.get();
   const size_t n = static_cast<size_t>(model_->dims().rows) * model_->dims().C;
-  for (uint32_t id : recvs_) {
+  for (; next_recv_ < recvs_.size(); ++next_recv_) {
+    const uint32_t id = recvs_[next_recv_];
     const Op& op = program_.ops(id);
     for (uint32_t dep : op.deps()) {
-      if (!WaitDone(dep).ok()) return;
+      if (!done_[dep]) return Status::Ok();  // the lane's order: later receives wait too
     }
-    DeviceBuffer buf(ctx_.device, n);
-    const Status s = ctx_.recorder->CommAs(id, PP_RECV_LANE, OpUnit{op.phase(), op.microbatch(), op.chunk(), -1},
-                                           PP_RECV, 4.0 * n, [&] {
-                                             recv_in_comm_ = true;
-                                             const Status r = pp->Recv(buf.data(), n, op.peer_stage(), op.tag());
-                                             recv_in_comm_ = false;
-                                             return r;
-                                           });
-    if (!s.ok()) return Fail(s);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      inbox_[id] = std::move(buf);
-      done_[id] = 1;
-    }
-    changed_.notify_all();
+    Posted& p = posted_[id];
+    p.inbox = DeviceBuffer(ctx_.device, n);
+    p.posted_ns = ctx_.device->NowNs();
+    MS_ASSIGN_OR_RETURN(p.pending, pp->PostRecv(p.inbox.data(), n, op.peer_stage(), op.tag()));
   }
+  return Status::Ok();
 }
 
 Status StageInterpreter::IssueReadySends() {
@@ -191,30 +146,58 @@ Status StageInterpreter::IssueReadySends() {
   for (; next_send_ < sends_.size(); ++next_send_) {
     const uint32_t id = sends_[next_send_];
     const Op& op = program_.ops(id);
-    const float* data = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (uint32_t dep : op.deps()) {
-        if (!done_[dep]) return Status::Ok();  // the lane's order: later sends wait too
-      }
-      auto it = outbox_.find(id);
-      if (it == outbox_.end()) return Status::Ok();
-      data = it->second;
+    for (uint32_t dep : op.deps()) {
+      if (!done_[dep]) return Status::Ok();  // the lane's order: later sends wait too
     }
+    auto it = outbox_.find(id);
+    if (it == outbox_.end()) return Status::Ok();
+    const float* data = it->second;
     MS_RETURN_IF_ERROR(ctx_.recorder->CommAs(id, PP_SEND_LANE, OpUnit{op.phase(), op.microbatch(), op.chunk(), -1},
                                              PP_SEND, 4.0 * n,
                                              [&] { return pp->Send(data, n, op.peer_stage(), op.tag()); }));
-    MarkDone(id);
+    done_[id] = 1;
   }
   return Status::Ok();
 }
 
-void StageInterpreter::JoinLanes() {
-  if (recv_lane_.joinable()) recv_lane_.join();
+Status StageInterpreter::Complete(uint32_t id) {
+  if (done_[id]) return Status::Ok();
+  const Op& op = program_.ops(id);
+  const Handler h = HandlerOf(op);
+  if (h == Handler::kPpRecv) {
+    // The lane's order: the receives before this one arrive first.
+    for (uint32_t earlier : recvs_) {
+      if (earlier == id) break;
+      MS_RETURN_IF_ERROR(Complete(earlier));
+    }
+    MS_RETURN_IF_ERROR(PostReadyRecvs());
+    auto it = posted_.find(id);
+    if (it == posted_.end()) {
+      return Status::Internal("stage " + std::to_string(program_.stage()) + "'s receive op " + std::to_string(id) +
+                              " is needed before its own dependencies ended");
+    }
+    Posted& p = it->second;
+    const size_t n = p.inbox.size();
+    // On the lane it begins once posted and once the receive before it arrived (posted together,
+    // the messages may travel together; the lane, as the plan's, takes them one after the other).
+    const int64_t begins = std::max(p.posted_ns, recv_lane_free_ns_);
+    MS_RETURN_IF_ERROR(ctx_.recorder->CommSince(begins, id, PP_RECV_LANE,
+                                                OpUnit{op.phase(), op.microbatch(), op.chunk(), -1}, PP_RECV,
+                                                4.0 * n, [&] { return p.pending->Wait(); }));
+    p.pending.reset();
+    recv_lane_free_ns_ = ctx_.device->NowNs();
+    done_[id] = 1;
+    return Status::Ok();
+  }
+  if (h == Handler::kPpSend) {
+    MS_RETURN_IF_ERROR(IssueReadySends());
+    if (done_[id]) return Status::Ok();
+  }
+  return Status::Internal("stage " + std::to_string(program_.stage()) + ": op " + std::to_string(id) + " (" +
+                          Describe(op) + ") is needed before it could run");
 }
 
 void StageInterpreter::ReleaseSent(bool all) {
-  std::lock_guard<std::mutex> lock(mu_);
   size_t kept = 0;
   for (size_t i = 0; i < sent_.size(); ++i) {
     const int send = sent_send_[i];
@@ -232,90 +215,63 @@ void StageInterpreter::ReleaseSent(bool all) {
 Result<double> StageInterpreter::RunPasses(const std::vector<MicroBatchData>& data, const StepSetup& setup) {
   MS_RETURN_IF_ERROR(unsupported_);
   OpRecorder* rec = ctx_.recorder;
-  recv_finished_ = false;
-  next_send_ = 0;
-  if (!recvs_.empty()) recv_lane_ = std::thread([this] { RecvLane(); });
+  MS_RETURN_IF_ERROR(PostReadyRecvs());
   double loss_sum = 0.0;
-  Status failed;
   for (const Unit& u : units_) {
     const float* input = nullptr;
     // The input of a chunk whose neighbour is on this rank (pp 1, interleaved) needs no transfer:
     // the plan has none, and the neighbour's output (or input gradient) is read where it is.
     const bool local_input = u.recv < 0 && (u.forward ? !model_->is_first(u.chunk) : !model_->is_last(u.chunk));
     if (u.recv >= 0) {
-      failed = WaitDone(u.recv);
-      if (!failed.ok()) break;
-      std::lock_guard<std::mutex> lock(mu_);
-      input = inbox_.at(u.recv).data();
+      MS_RETURN_IF_ERROR(Complete(u.recv));
+      input = posted_.at(u.recv).inbox.data();
     } else if (local_input) {
       input = u.forward ? model_->Output(u.chunk - 1, u.microbatch) : model_->InputGrad(u.chunk + 1, u.microbatch);
     }
     rec->SetUnit(u.forward ? FORWARD : BACKWARD, u.microbatch, u.chunk);
     float loss = 0.0f;
-    failed = u.forward ? model_->Forward(ctx_, u.chunk, u.microbatch, data[u.microbatch], input, &loss)
-                       : model_->Backward(ctx_, u.chunk, u.microbatch, data[u.microbatch], input, setup.loss_scale);
-    if (failed.ok()) failed = rec->failure();  // a failed device: stop before its output travels
-    if (!failed.ok()) break;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (u.recv >= 0) inbox_.erase(u.recv);
-      if (u.send >= 0) {
-        outbox_[u.send] = u.forward ? model_->Output(u.chunk, u.microbatch) : model_->InputGrad(u.chunk, u.microbatch);
-      }
-      // A backward's activations go once its input gradient has left: sent, or read by the
-      // local neighbour's backward (then released right after that one).
-      const bool read_locally = u.send < 0 && !model_->is_first(u.chunk);
-      if (!u.forward && !read_locally) {
-        sent_.emplace_back(u.chunk, u.microbatch);
-        sent_send_.push_back(u.send);
-      }
-      if (!u.forward && local_input) {
-        sent_.emplace_back(u.chunk + 1, u.microbatch);
-        sent_send_.push_back(-1);
-      }
+    MS_RETURN_IF_ERROR(u.forward
+                           ? model_->Forward(ctx_, u.chunk, u.microbatch, data[u.microbatch], input, &loss)
+                           : model_->Backward(ctx_, u.chunk, u.microbatch, data[u.microbatch], input, setup.loss_scale));
+    MS_RETURN_IF_ERROR(rec->failure());  // a failed device or a refused op: stop before output travels
+    if (u.recv >= 0) posted_.erase(u.recv);
+    if (u.send >= 0) {
+      outbox_[u.send] = u.forward ? model_->Output(u.chunk, u.microbatch) : model_->InputGrad(u.chunk, u.microbatch);
     }
-    changed_.notify_all();
-    failed = IssueReadySends();
-    if (!failed.ok()) break;
+    // A backward's activations go once its input gradient has left: sent, or read by the local
+    // neighbour's backward (then released right after that one).
+    const bool read_locally = u.send < 0 && !model_->is_first(u.chunk);
+    if (!u.forward && !read_locally) {
+      sent_.emplace_back(u.chunk, u.microbatch);
+      sent_send_.push_back(u.send);
+    }
+    if (!u.forward && local_input) {
+      sent_.emplace_back(u.chunk + 1, u.microbatch);
+      sent_send_.push_back(-1);
+    }
+    MS_RETURN_IF_ERROR(IssueReadySends());
+    MS_RETURN_IF_ERROR(PostReadyRecvs());
     ReleaseSent(false);
     if (u.forward && model_->is_last(u.chunk) && setup.counts_loss) {
       loss_sum += static_cast<double>(loss) * setup.loss_scale;
     }
     if (!u.forward && u.last_backward && setup.chunk_grads_done) {
-      failed = setup.chunk_grads_done(u.chunk);
-      if (!failed.ok()) break;
+      MS_RETURN_IF_ERROR(setup.chunk_grads_done(u.chunk));
     }
   }
-  if (!failed.ok()) {
-    // Wake the lanes; one blocked in a receive from a peer that stopped cannot be woken, so the
-    // caller ends the run (the ranks stop together, exec/trainer.h).
-    Fail(failed);
-    AbandonLanes();
-    return failed;
+  MS_RETURN_IF_ERROR(IssueReadySends());
+  if (next_send_ < sends_.size() || next_recv_ < recvs_.size() || !posted_.empty()) {
+    return Status::Internal("stage " + std::to_string(program_.stage()) +
+                            "'s PP ops did not all run: a send or receive was never ready or never read");
   }
-  Status sent = IssueReadySends();
-  if (sent.ok() && next_send_ < sends_.size()) {
-    sent = Status::Internal("stage " + std::to_string(program_.stage()) + "'s send op " +
-                            std::to_string(sends_[next_send_]) + " never became ready");
-  }
-  if (sent.ok()) sent = groups_->pp->WaitSends();
-  if (!sent.ok()) {
-    Fail(sent);
-    AbandonLanes();
-    return sent;
-  }
-  JoinLanes();
+  MS_RETURN_IF_ERROR(groups_->pp->WaitSends());
   ReleaseSent(true);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    MS_RETURN_IF_ERROR(lane_error_);
-  }
   return loss_sum;
 }
 
 Status StageInterpreter::EndStep() {
   while (cursor_ < model_ops_.size() && HandlerOf(program_.ops(model_ops_[cursor_])) == Handler::kNotRunVocabParallel) {
-    MarkDone(model_ops_[cursor_++]);
+    done_[model_ops_[cursor_++]] = 1;
     ++not_run_;
   }
   if (cursor_ < model_ops_.size()) {

@@ -4,34 +4,31 @@
 // forward or backward), where each PP transfer starts and what waits for what all come from the
 // program the planner wrote and the simulator runs.
 //
-// Each op goes to its handler (exec/op_handlers.h). Lanes are threads: the compute thread runs
-// the model's ops (compute and TP collectives, in program order, checked one by one against the
-// program: a disagreement is an error naming both ops); the PP receive lane runs its receives in
-// program order on its own thread (only when the stage has PP receives). The PP send lane needs no
-// thread: a send is asynchronous (Communicator::Send copies and returns), so the compute thread
-// issues each one, in program order, as soon as its deps have ended (a thread would add a wake-up
-// to every pipeline hop: measured 2x slower steps on 8 ranks sharing 2 cores), and waits for all
-// of them at the step's end.
-// `deps` are events: an op starts once every op it depends on has ended, whichever thread ran it.
-// So with layout.overlap.pp the receive of the next unit's input runs while this unit computes
+// Each op goes to its handler (exec/op_handlers.h). The compute lane's and TP lane's ops are the
+// stage model's (compute and TP collectives), checked one by one against the program: a
+// disagreement is an error naming both ops. The PP lanes are asynchronous, the way a CUDA stream
+// is: a receive is posted (Communicator::PostRecv, an MPI_Irecv) as soon as its deps have ended,
+// in the receive lane's program order, and waited for when an op that depends on it is about to
+// run; a send is issued (Send copies and returns) as soon as its deps have ended and its unit's
+// output exists, in the send lane's order, and all are waited for at the step's end. So with
+// layout.overlap.pp the receive of the next unit's input is in flight while this unit computes
 // (the plan posts it after the previous unit's first op); without it, a round's receives wait for
-// the previous round. DP ops go to exec/distributed_optimizer.h as before (its buckets are its
-// own): the interpreter counts them done at the step's start, so no planned op waits for them.
+// the previous round. A receive's event spans from when the lane is free for it (posted, and the
+// receive before it arrived) to its arrival. Receive and send lanes with threads of their own were
+// tried: each pipeline hop then cost a thread wake-up (2x slower steps with 8 ranks on 2 cores),
+// for no more overlap. DP ops go to
+// exec/distributed_optimizer.h as before (its buckets are its own, on its DP lane): the interpreter
+// counts them done at the step's start, so no planned op waits for them.
 //
 // The model runs a unit (one chunk's forward or backward of one micro-batch) as a whole; the
-// interpreter feeds it the unit's received input and takes its output for the send. The PP
-// communicator is used by two threads at once: Send and WaitSends from the compute thread, Recv
-// from the receive lane (exec/communicator.h allows exactly this).
+// interpreter feeds it the unit's received input and takes its output for the send.
 // Use: per step, BeginStep, RunPasses, the optimizer's Step (its OPTIMIZER_STEP is the program's
 // last op and passes the gate), EndStep. Compute thread only.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
-#include <thread>
+#include <memory>
 #include <vector>
 
 #include "exec/op_gate.h"
@@ -79,16 +76,18 @@ class StageInterpreter : public OpGate {
     bool last_backward = false;  // of its chunk
     size_t first_op = 0;  // index into model_ops_
   };
-  void MarkDone(uint32_t id);
-  Status WaitDone(uint32_t id);  // an error once a lane failed
-  void Fail(const Status& s);
-  void RecvLane();
+  struct Posted {
+    std::unique_ptr<Communicator::PendingRecv> pending;  // null once arrived
+    DeviceBuffer inbox;
+    int64_t posted_ns = 0;
+  };
+  // Posts, in program order, the receives whose deps have ended.
+  Status PostReadyRecvs();
   // Issues, in program order, the sends whose deps have ended and whose data is known.
   Status IssueReadySends();
-  void JoinLanes();
-  // After a failure: joins each lane that ends, leaves one blocked in a communicator call (a peer
-  // that stopped) to the end of the process.
-  void AbandonLanes();
+  // Makes op `id` done before something that depends on it: a receive arrives (posted first if it
+  // was not); a send is issued; any other op must have run already.
+  Status Complete(uint32_t id);
   void ReleaseSent(bool all);
   std::string Describe(const Op& op) const;
 
@@ -101,18 +100,13 @@ class StageInterpreter : public OpGate {
   std::vector<Unit> units_;
   size_t cursor_ = 0;  // into model_ops_
   int not_run_ = 0;
-  std::thread recv_lane_;
-  std::atomic<bool> recv_in_comm_{false}, recv_finished_{false};  // the receive lane: in Recv; done
-  size_t next_send_ = 0;  // into sends_: the first not issued this step
-
-  std::mutex mu_;  // guards what follows
-  std::condition_variable changed_;
-  std::vector<char> done_;                      // by op id, this step
-  std::map<uint32_t, DeviceBuffer> inbox_;      // by receive op id
-  std::map<uint32_t, const float*> outbox_;     // by send op id: what it sends, once known
-  std::vector<std::pair<int, int>> sent_;       // (chunk, micro-batch) to release once sent
-  std::vector<int> sent_send_;                  // their send op ids (-1: none)
-  Status lane_error_;
+  size_t next_recv_ = 0, next_send_ = 0;  // into recvs_, sends_: the first not posted/issued
+  int64_t recv_lane_free_ns_ = 0;         // when the last receive to arrive was waited for
+  std::vector<char> done_;                   // by op id, this step
+  std::map<uint32_t, Posted> posted_;        // by receive op id, until its unit ran
+  std::map<uint32_t, const float*> outbox_;  // by send op id: what it sends, once known
+  std::vector<std::pair<int, int>> sent_;    // (chunk, micro-batch) to release once sent
+  std::vector<int> sent_send_;               // their send op ids (-1: none)
 };
 
 }  // namespace exec
