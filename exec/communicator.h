@@ -63,7 +63,26 @@ class Communicator {
     virtual ~PendingRecv() = default;
     virtual Status Wait() = 0;
   };
-  virtual Result<std::unique_ptr<PendingRecv>> PostRecv(float* data, size_t n, int peer, uint64_t tag);
+  // The default's: the receive happens in Wait, through the communicator's own Recv.
+  class DeferredRecv : public PendingRecv {
+   public:
+    DeferredRecv(Communicator* comm, float* data, size_t n, int peer, uint64_t tag)
+        : comm_(comm), data_(data), n_(n), peer_(peer), tag_(tag) {}
+    Status Wait() override { return comm_->Recv(data_, n_, peer_, tag_); }
+
+   private:
+    Communicator* comm_;
+    float* data_;
+    size_t n_;
+    int peer_;
+    uint64_t tag_;
+  };
+  // Inline on purpose: a Communicator with no out-of-line virtual has its vtable and typeinfo in
+  // every object that uses it, so the dlopen'ed CUDA plugin (exec/cuda/cuda_plugin.h) needs none
+  // from the executable.
+  virtual Result<std::unique_ptr<PendingRecv>> PostRecv(float* data, size_t n, int peer, uint64_t tag) {
+    return std::unique_ptr<PendingRecv>(new DeferredRecv(this, data, n, peer, tag));
+  }
 
   // Collective over the group: members that pass the same color >= 0 form a new group, ordered by
   // key. A member passing color < 0 joins none and receives nullptr.

@@ -126,19 +126,8 @@ class MpiCommunicator : public Communicator {
                  "MPI_Isend");
   }
   Status Recv(float* data, size_t n, int peer, uint64_t tag) override {
-    MS_RETURN_IF_ERROR(CheckCount(n, "MPI_Recv"));
-    MS_RETURN_IF_ERROR(CheckTag(tag));
-    MPI_Status st;
-    MS_RETURN_IF_ERROR(Check(
-        MPI_Recv(data, static_cast<int>(n), MPI_FLOAT, peer, static_cast<int>(tag), comm_, &st), "MPI_Recv"));
-    int got = 0;
-    MPI_Get_count(&st, MPI_FLOAT, &got);
-    if (static_cast<size_t>(got) != n) {
-      return Status::Internal("MPI_Recv: expected " + std::to_string(n) + " values from member " +
-                              std::to_string(peer) + " (tag " + std::to_string(tag) + "), got " +
-                              std::to_string(got));
-    }
-    return Status::Ok();
+    MS_ASSIGN_OR_RETURN(std::unique_ptr<PendingRecv> posted, PostRecv(data, n, peer, tag));
+    return posted->Wait();
   }
   Result<std::unique_ptr<PendingRecv>> PostRecv(float* data, size_t n, int peer, uint64_t tag) override {
     MS_RETURN_IF_ERROR(CheckCount(n, "MPI_Irecv"));
