@@ -93,10 +93,10 @@ void StageInterpreter::BeginStep() {
 }
 
 Result<uint32_t> StageInterpreter::Enter(const OpUnit& unit, OpKind kind) {
-  const std::string mine = Name(kind, unit.phase, unit.microbatch, unit.chunk, unit.layer);
+  auto mine = [&] { return Name(kind, unit.phase, unit.microbatch, unit.chunk, unit.layer); };
   while (true) {
     if (cursor_ >= model_ops_.size()) {
-      return Status::Internal("the executor ran " + mine + " after the last op of stage " +
+      return Status::Internal("the executor ran " + mine() + " after the last op of stage " +
                               std::to_string(program_.stage()) + "'s program");
     }
     const Op& op = program_.ops(model_ops_[cursor_]);
@@ -105,7 +105,7 @@ Result<uint32_t> StageInterpreter::Enter(const OpUnit& unit, OpKind kind) {
       break;
     }
     if (HandlerOf(op) != Handler::kNotRunVocabParallel) {
-      return Status::Internal("the executor's next op is " + mine + ", but stage " +
+      return Status::Internal("the executor's next op is " + mine() + ", but stage " +
                               std::to_string(program_.stage()) + "'s program has op " + std::to_string(op.id()) +
                               " (" + Describe(op) + ")");
     }
