@@ -67,6 +67,13 @@ nlohmann::json ComparisonJson(const TraceComparison& c) {
   j["matched"] = c.matched;
   j["only_predicted"] = c.only_predicted;
   j["only_measured"] = c.only_measured;
+  auto by_kind = [](const std::map<OpKind, int64_t>& m) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& [kind, n] : m) o[OpKind_Name(kind)] = n;
+    return o;
+  };
+  j["only_predicted_by_kind"] = by_kind(c.only_predicted_by_kind);
+  j["only_measured_by_kind"] = by_kind(c.only_measured_by_kind);
   j["kind_mismatches"] = c.kind_mismatches;
   j["step_time_s"] = {{"predicted", c.predicted_step_s},
                       {"measured", c.measured_step_s},

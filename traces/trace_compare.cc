@@ -146,7 +146,10 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
   std::map<std::pair<int, uint32_t>, OpComparison> by_op;
   size_t j = 0;
   for (const OpRecord& a : p.ops) {
-    for (; j < held.size() && held[j].Key() < a.Key(); ++j) ++c.only_measured;
+    for (; j < held.size() && held[j].Key() < a.Key(); ++j) {
+      ++c.only_measured;
+      ++c.only_measured_by_kind[held[j].kind];
+    }
     bool any = false;
     for (; j < held.size() && held[j].Key() == a.Key(); ++j) {
       const OpRecord& b = held[j];
@@ -174,9 +177,15 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
       o.predicted_s += a.duration_ns / 1e9;
       o.measured_s += b.duration_ns / 1e9;
     }
-    if (!any && in_range(a)) ++c.only_predicted;
+    if (!any && in_range(a)) {
+      ++c.only_predicted;
+      ++c.only_predicted_by_kind[a.kind];
+    }
   }
-  c.only_measured += static_cast<int64_t>(held.size() - j);
+  for (; j < held.size(); ++j) {
+    ++c.only_measured;
+    ++c.only_measured_by_kind[held[j].kind];
+  }
   if (c.matched == 0) {
     return Status::BadField("op ids", std::to_string(c.kind_mismatches) + " ops with another kind under one id, " +
                                           std::to_string(c.only_predicted + c.only_measured) + " unmatched",
@@ -210,8 +219,16 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
                       "left out: the two do not number their ops alike");
   }
   if (c.only_predicted + c.only_measured > 0) {
-    c.notes.push_back(std::to_string(c.only_predicted) + " op(s) only in the predicted trace and " +
-                      std::to_string(c.only_measured) + " only in the measured one, within the compared steps");
+    // By kind, so a reader sees what one side runs that the other does not (an executor that
+    // groups its gradient reductions its own way, ops the executor does not run).
+    auto kinds_of = [](const std::map<OpKind, int64_t>& by_kind) {
+      std::string s;
+      for (const auto& [kind, n] : by_kind) s += (s.empty() ? " (" : ", ") + OpKind_Name(kind) + " " + std::to_string(n);
+      return s.empty() ? s : s + ")";
+    };
+    c.notes.push_back(std::to_string(c.only_predicted) + " op(s) only in the predicted trace" +
+                      kinds_of(c.only_predicted_by_kind) + " and " + std::to_string(c.only_measured) +
+                      " only in the measured one" + kinds_of(c.only_measured_by_kind) + ", within the compared steps");
   }
   return c;
 }

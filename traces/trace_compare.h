@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,7 @@ struct TraceComparison {
   int steps_compared() const { return last_step - first_step + 1; }
   int64_t matched = 0;  // measured ops held against the predicted op of their (rank, step, op id)
   int64_t only_predicted = 0, only_measured = 0;  // within the compared steps
+  std::map<OpKind, int64_t> only_predicted_by_kind, only_measured_by_kind;
   int64_t kind_mismatches = 0;                     // same key, another kind: not compared
   double predicted_step_s = 0, measured_step_s = 0;
   double step_ratio() const { return predicted_step_s > 0 ? measured_step_s / predicted_step_s : 0; }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,35 @@ TEST(TraceCompare, IdsThatNameOtherKindsAreLeftOutAndSaid) {
   const std::string w = Write("m6.trace", {all_swapped});
   EXPECT_FALSE(Compare(p, w).ok());
   for (const std::string& f : {p, m, w}) std::remove(f.c_str());
+}
+
+// What one side ran and the other did not, by kind: a measured trace whose ranks reduced gradients
+// under other ids (an executor grouping them its own way) and ran an extra all-gather.
+TEST(TraceCompare, OpsOnOneSideOnlyAreCountedByKind) {
+  std::vector<TraceEvent> measured = Step(0);
+  for (TraceEvent& e : measured) {
+    if (e.kind() == DP_ALL_REDUCE) e.set_op_id(7);  // no predicted op 7
+  }
+  TraceEvent extra = Ev(0, 0, DP_ALL_GATHER, DP_COMM, 50 * kMs, 51 * kMs);
+  extra.set_op_id(9);
+  measured.push_back(extra);
+  const std::string p = Write("p7.trace", {Step(0)});
+  const std::string m = Write("m7.trace", {measured});
+  Result<TraceComparison> c = Compare(p, m);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->matched, 2);
+  EXPECT_EQ(c->only_predicted, 2);
+  EXPECT_EQ(c->only_measured, 3);
+  EXPECT_EQ(c->only_predicted_by_kind, (std::map<OpKind, int64_t>{{DP_ALL_REDUCE, 2}}));
+  EXPECT_EQ(c->only_measured_by_kind, (std::map<OpKind, int64_t>{{DP_ALL_REDUCE, 2}, {DP_ALL_GATHER, 1}}));
+  ASSERT_FALSE(c->notes.empty());
+  EXPECT_NE(c->notes.back().find("2 op(s) only in the predicted trace (DP_ALL_REDUCE 2) and 3 only in the measured "
+                                 "one (DP_ALL_GATHER 1, DP_ALL_REDUCE 2)"),
+            std::string::npos)
+      << c->notes.back();
+  const nlohmann::json j = ComparisonJson(*c);
+  EXPECT_EQ(j["only_measured_by_kind"]["DP_ALL_GATHER"], 1);
+  for (const std::string& f : {p, m}) std::remove(f.c_str());
 }
 
 }  // namespace
