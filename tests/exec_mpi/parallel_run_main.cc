@@ -86,6 +86,8 @@ int Main(int argc, char** argv) {
   app.add_option("--vp", t.vp);
   app.add_flag("--no-dp-overlap", no_dp_overlap);
   app.add_flag("--no-pp-overlap", no_pp_overlap);
+  bool tp_overlap = false;
+  app.add_flag("--tp-overlap", tp_overlap, "layout.overlap.tp: the plan runs each AG/RS beside its GEMM");
   app.add_flag("--expect-pp-overlap", expect_pp_overlap,
                "rank 0: fail unless some PP receive ran while its rank computed (another lane)");
   app.add_option("--recompute", recompute)->check(CLI::IsMember({"none", "selective", "full"}));
@@ -124,6 +126,17 @@ int Main(int argc, char** argv) {
     return 1;
   }
   if (no_dp_overlap) plan->mutable_layout()->mutable_overlap()->set_dp(false);
+  if (tp_overlap) {
+    // Re-planned, not patched: overlap.tp changes the programs (ChainSideBySide), not only the layout.
+    Scenario s = testing::TinyScenario(t);
+    s.mutable_layout()->mutable_overlap()->set_tp(true);
+    Result<Scenario> resolved = ResolveScenario(s);
+    plan = resolved.ok() ? BuildPlan(*resolved) : Result<Plan>(resolved.status());
+    if (!plan.ok()) {
+      if (root) std::fprintf(stderr, "error: %s\n", plan.status().message().c_str());
+      return 1;
+    }
+  }
   RunOptions o = testing::TinyOptions(t.optimizer);
   o.corpus = corpus;
   o.gather_params = check;
