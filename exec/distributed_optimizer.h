@@ -60,7 +60,7 @@ class DistributedOptimizer {
   DistributedOptimizer(StageModel* model, ParallelGroups* groups, Communicator* world,
                        const OptimizerSetup& setup);
 
-  // The schedule's hook (ScheduleSetup::chunk_grads_done): chunk's gradients are final for this
+  // The interpreter's hook (StepSetup::chunk_grads_done): chunk's gradients are final for this
   // step. With overlap, starts its bucket's reductions; else does nothing.
   Status ChunkGradsDone(int chunk, OpRecorder* recorder);
   // Returns the global gradient norm before clipping.

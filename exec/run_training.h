@@ -2,7 +2,7 @@
 //
 // Launch: `mpirun -np N megascale run SCENARIO` (or srun); world size 1 runs without mpirun. Each
 // rank builds its stage of the GPT from the plan (model, layout, training), TP/SP-split, and runs
-// the plan's pipeline schedule (exec/pipeline_schedule.h) over its micro-batches, then the
+// its stage program from the plan (exec/program_interpreter.h) over its micro-batches, then the
 // gradient reductions, clipping and optimizer (exec/distributed_optimizer.h), for the plan's steps.
 // Losses and parameters are those of the single-process reference (exec/gpt.h) on the whole
 // global batch, up to fp32 summation order (tests/exec_mpi).
