@@ -30,14 +30,24 @@ StageInterpreter::StageInterpreter(const StageProgram& program, StageModel* mode
     : program_(program), model_(model), groups_(groups), ctx_(ctx) {
   ctx_.recorder->SetGate(this);
   auto key = [](const Op& op) { return std::make_tuple(op.phase() == FORWARD, op.microbatch(), op.chunk()); };
+  // (phase, micro-batch, chunk) -> the unit's receive, its send
+  std::map<std::tuple<int, int, int>, uint32_t> recv_of, send_of;
   for (const Op& op : program.ops()) {
     const Handler h = HandlerOf(op);
+    handler_.push_back(h);
     if (h == Handler::kUnsupported && unsupported_.ok()) {
       unsupported_ = Status::Internal("stage " + std::to_string(program.stage()) + "'s program holds op " +
                                       std::to_string(op.id()) + " (" + Describe(op) + "), which the executor cannot run");
     }
-    if (h == Handler::kPpRecv) recvs_.push_back(op.id());
-    if (h == Handler::kPpSend) sends_.push_back(op.id());
+    const std::tuple<int, int, int> unit{op.phase(), op.microbatch(), op.chunk()};
+    if (h == Handler::kPpRecv) {
+      recvs_.push_back(op.id());
+      recv_of[unit] = op.id();
+    }
+    if (h == Handler::kPpSend) {
+      sends_.push_back(op.id());
+      send_of[unit] = op.id();
+    }
     if (!IsModelLane(h)) continue;
     model_ops_.push_back(op.id());
     if (op.phase() == OPTIMIZER) continue;
@@ -53,15 +63,9 @@ StageInterpreter::StageInterpreter(const StageProgram& program, StageModel* mode
     }
   }
   for (Unit& u : units_) {
-    const Phase phase = u.forward ? FORWARD : BACKWARD;
-    for (uint32_t id : recvs_) {
-      const Op& op = program.ops(id);
-      if (op.phase() == phase && op.microbatch() == u.microbatch && op.chunk() == u.chunk) u.recv = id;
-    }
-    for (uint32_t id : sends_) {
-      const Op& op = program.ops(id);
-      if (op.phase() == phase && op.microbatch() == u.microbatch && op.chunk() == u.chunk) u.send = id;
-    }
+    const std::tuple<int, int, int> unit{u.forward ? FORWARD : BACKWARD, u.microbatch, u.chunk};
+    if (auto it = recv_of.find(unit); it != recv_of.end()) u.recv = it->second;
+    if (auto it = send_of.find(unit); it != send_of.end()) u.send = it->second;
   }
   std::map<int, size_t> last;
   for (size_t i = 0; i < units_.size(); ++i) {
@@ -79,7 +83,7 @@ std::string StageInterpreter::Describe(const Op& op) const {
 void StageInterpreter::BeginStep() {
   done_.assign(program_.ops_size(), 0);
   for (const Op& op : program_.ops()) {
-    if (HandlerOf(op) == Handler::kDistributedOptimizer) done_[op.id()] = 1;
+    if (handler_[op.id()] == Handler::kDistributedOptimizer) done_[op.id()] = 1;
   }
   cursor_ = 0;
   not_run_ = 0;
@@ -104,7 +108,7 @@ Result<uint32_t> StageInterpreter::Enter(const OpUnit& unit, OpKind kind) {
         op.chunk() == unit.chunk && op.layer() == unit.layer) {
       break;
     }
-    if (HandlerOf(op) != Handler::kNotRunVocabParallel) {
+    if (handler_[op.id()] != Handler::kNotRunVocabParallel) {
       return Status::Internal("the executor's next op is " + mine() + ", but stage " +
                               std::to_string(program_.stage()) + "'s program has op " + std::to_string(op.id()) +
                               " (" + Describe(op) + ")");
@@ -123,15 +127,20 @@ Result<uint32_t> StageInterpreter::Enter(const OpUnit& unit, OpKind kind) {
 
 void StageInterpreter::Exit(uint32_t id) { done_[id] = 1; }
 
+bool StageInterpreter::DepsDone(const Op& op) const {
+  for (uint32_t dep : op.deps()) {
+    if (!done_[dep]) return false;
+  }
+  return true;
+}
+
 Status StageInterpreter::PostReadyRecvs() {
   Communicator* pp = groups_->pp.get();
   const size_t n = static_cast<size_t>(model_->dims().rows) * model_->dims().C;
   for (; next_recv_ < recvs_.size(); ++next_recv_) {
     const uint32_t id = recvs_[next_recv_];
     const Op& op = program_.ops(id);
-    for (uint32_t dep : op.deps()) {
-      if (!done_[dep]) return Status::Ok();  // the lane's order: later receives wait too
-    }
+    if (!DepsDone(op)) return Status::Ok();  // the lane's order: later receives wait too
     Posted& p = posted_[id];
     p.inbox = DeviceBuffer(ctx_.device, n);
     p.posted_ns = ctx_.device->NowNs();
@@ -146,9 +155,7 @@ Status StageInterpreter::IssueReadySends() {
   for (; next_send_ < sends_.size(); ++next_send_) {
     const uint32_t id = sends_[next_send_];
     const Op& op = program_.ops(id);
-    for (uint32_t dep : op.deps()) {
-      if (!done_[dep]) return Status::Ok();  // the lane's order: later sends wait too
-    }
+    if (!DepsDone(op)) return Status::Ok();  // the lane's order: later sends wait too
     auto it = outbox_.find(id);
     if (it == outbox_.end()) return Status::Ok();
     const float* data = it->second;
@@ -163,7 +170,7 @@ Status StageInterpreter::IssueReadySends() {
 Status StageInterpreter::Complete(uint32_t id) {
   if (done_[id]) return Status::Ok();
   const Op& op = program_.ops(id);
-  const Handler h = HandlerOf(op);
+  const Handler h = handler_[id];
   if (h == Handler::kPpRecv) {
     // The lane's order: the receives before this one arrive first.
     for (uint32_t earlier : recvs_) {
@@ -270,7 +277,7 @@ Result<double> StageInterpreter::RunPasses(const std::vector<MicroBatchData>& da
 }
 
 Status StageInterpreter::EndStep() {
-  while (cursor_ < model_ops_.size() && HandlerOf(program_.ops(model_ops_[cursor_])) == Handler::kNotRunVocabParallel) {
+  while (cursor_ < model_ops_.size() && handler_[model_ops_[cursor_]] == Handler::kNotRunVocabParallel) {
     done_[model_ops_[cursor_++]] = 1;
     ++not_run_;
   }

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "exec/op_gate.h"
+#include "exec/op_handlers.h"
 #include "exec/parallel_groups.h"
 #include "exec/stage_model.h"
 
@@ -81,6 +82,7 @@ class StageInterpreter : public OpGate {
     DeviceBuffer inbox;
     int64_t posted_ns = 0;
   };
+  bool DepsDone(const Op& op) const;
   // Posts, in program order, the receives whose deps have ended.
   Status PostReadyRecvs();
   // Issues, in program order, the sends whose deps have ended and whose data is known.
@@ -96,6 +98,7 @@ class StageInterpreter : public OpGate {
   StageModel* model_;
   ParallelGroups* groups_;
   TpContext ctx_;
+  std::vector<Handler> handler_;                      // by op id (exec/op_handlers.h)
   std::vector<uint32_t> model_ops_, recvs_, sends_;  // program order
   std::vector<Unit> units_;
   size_t cursor_ = 0;  // into model_ops_

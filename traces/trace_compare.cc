@@ -144,12 +144,13 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
 
   std::map<OpKind, KindComparison> kinds;
   std::map<std::pair<int, uint32_t>, OpComparison> by_op;
+  auto measured_only = [&](const OpRecord& r) {
+    ++c.only_measured;
+    ++c.only_measured_by_kind[r.kind];
+  };
   size_t j = 0;
   for (const OpRecord& a : p.ops) {
-    for (; j < held.size() && held[j].Key() < a.Key(); ++j) {
-      ++c.only_measured;
-      ++c.only_measured_by_kind[held[j].kind];
-    }
+    for (; j < held.size() && held[j].Key() < a.Key(); ++j) measured_only(held[j]);
     bool any = false;
     for (; j < held.size() && held[j].Key() == a.Key(); ++j) {
       const OpRecord& b = held[j];
@@ -182,10 +183,7 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
       ++c.only_predicted_by_kind[a.kind];
     }
   }
-  for (; j < held.size(); ++j) {
-    ++c.only_measured;
-    ++c.only_measured_by_kind[held[j].kind];
-  }
+  for (; j < held.size(); ++j) measured_only(held[j]);
   if (c.matched == 0) {
     return Status::BadField("op ids", std::to_string(c.kind_mismatches) + " ops with another kind under one id, " +
                                           std::to_string(c.only_predicted + c.only_measured) + " unmatched",
