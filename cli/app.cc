@@ -55,6 +55,8 @@ int Main(int argc, char** argv) {
   PlanArgs plan;
   auto* plan_cmd = app.add_subcommand("plan", "Build the plan of a scenario and print its predicted step time and MFU");
   plan_cmd->add_option("scenario", plan.scenario, "Scenario file (.textproto)")->required();
+  plan_cmd->add_option("--calibration", plan.calibration,
+                       "A calibration file (megascale calibrate): predict for that measured device");
   plan_cmd->add_flag("--json", plan.json,
                      "Print one JSON object (layout and predicted figures; with search.enabled a list "
                      "of layouts)");
@@ -79,6 +81,8 @@ int Main(int argc, char** argv) {
   SimulateArgs sim;
   auto* sim_cmd = app.add_subcommand("simulate", "Run one or more training steps of a scenario on the simulated cluster");
   sim_cmd->add_option("scenario", sim.scenario, "Scenario file (.textproto)")->required();
+  sim_cmd->add_option("--calibration", sim.calibration,
+                      "A calibration file (megascale calibrate): simulate that measured device");
   sim_cmd->add_flag("--json", sim.json,
                     "Print one JSON object: iteration_time_s, tokens_per_s, mfu, tflops_per_gpu, breakdown, ...");
   sim_cmd->add_flag("-q,--quiet", sim.quiet, "No progress lines on stderr");
@@ -158,6 +162,18 @@ int Main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json,
                     "Print one JSON object: losses, step times, tokens/s, MFU (rank 0)");
 
+  CalibrateArgs cal;
+  auto* cal_cmd = app.add_subcommand(
+      "calibrate",
+      "Measure this device at the scenarios' shapes and write a calibration file for plan/simulate: "
+      "mpirun -np N megascale calibrate SCENARIO...");
+  cal_cmd->add_option("scenarios", cal.scenarios, "Scenario files whose shapes to time (each with N ranks)")
+      ->required();
+  cal_cmd->add_option("-o,--out", cal.out, "Write the calibration here (default calibration.textproto)");
+  cal_cmd->add_option("--iterations", cal.iterations, "Timed iterations per scenario (default 20)");
+  cal_cmd->add_option("--warmup", cal.warmup, "Untimed iterations first (default 3)");
+  cal_cmd->add_flag("-q,--quiet", cal.quiet, "No progress lines on stderr");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -184,7 +200,10 @@ int Main(int argc, char** argv) {
   else if (*cmp_cmd) status = RunCompare(cmp);
   else if (*ettr_cmd) status = RunEttr(ettr);
   else if (*val_cmd) status = RunValidate(val);
-  else if (*run_cmd) {
+  else if (*cal_cmd) {
+    status = RunCalibrate(cal);
+    if (!status.ok() && !PrintsRunErrors()) return ExitCodeFor(status);
+  } else if (*run_cmd) {
     status = RunRun(run);
     // Under mpirun every rank gets the same error: rank 0 alone prints it.
     if (!status.ok() && !PrintsRunErrors()) return ExitCodeFor(status);

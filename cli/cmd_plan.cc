@@ -108,7 +108,7 @@ Status RunInverse(const Scenario& scenario, const PlanArgs& args) {
 }  // namespace
 
 Status RunPlan(const PlanArgs& args) {
-  MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
+  MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario, args.calibration));
   if (scenario.search().enabled()) {
     if (scenario.search().token_budget() > 0) return RunInverse(scenario, args);
     return RunSearch(scenario, args);

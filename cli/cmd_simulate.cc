@@ -60,7 +60,7 @@ void PrintText(const Scenario& scenario, const Plan& plan, const DiagnosisReport
 }  // namespace
 
 Status RunSimulate(const SimulateArgs& args) {
-  MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
+  MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario, args.calibration));
   OutputSpec* out = scenario.mutable_outputs();
   if (!args.trace.empty()) out->set_trace(args.trace);
   if (!args.chrome.empty()) {

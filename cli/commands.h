@@ -12,6 +12,7 @@ namespace megascale::cli {
 
 struct PlanArgs {
   std::string scenario;
+  std::string calibration;  // a calibration file (megascale calibrate): the device's figures
   bool json = false;
   bool bench = false;  // with search.enabled: print the search's speed (configs/s) on stderr
 };
@@ -29,6 +30,7 @@ Status RunSweep(const SweepArgs& args);
 
 struct SimulateArgs {
   std::string scenario;
+  std::string calibration;  // a calibration file (megascale calibrate): the device's figures
   bool json = false;
   bool quiet = false;          // no progress lines on stderr
   std::string trace;           // overrides outputs.trace
@@ -72,6 +74,16 @@ struct EttrArgs {
   bool json = false;
 };
 Status RunEttr(const EttrArgs& args);
+
+struct CalibrateArgs {
+  std::vector<std::string> scenarios;  // the shapes to time; each needs the launcher's rank count
+  std::string out = "calibration.textproto";
+  int iterations = 20;
+  int warmup = 3;
+  bool quiet = false;
+};
+// Collective over the ranks mpirun started; rank 0 writes the file and prints the fit.
+Status RunCalibrate(const CalibrateArgs& args);
 
 struct ValidateArgs {
   std::string scenario;

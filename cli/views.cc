@@ -9,8 +9,12 @@
 
 namespace megascale::cli {
 
-Result<Scenario> LoadResolvedScenario(const std::string& path) {
+Result<Scenario> LoadResolvedScenario(const std::string& path, const std::string& calibration) {
   MS_ASSIGN_OR_RETURN(Scenario raw, LoadScenario(path));
+  if (!calibration.empty()) {
+    raw.mutable_cluster()->set_calibration_file(calibration);
+    MS_ASSIGN_OR_RETURN(*raw.mutable_cluster()->mutable_calibration(), LoadCalibration(calibration, "--calibration"));
+  }
   return ResolveScenario(raw);
 }
 

@@ -13,8 +13,9 @@
 
 namespace megascale::cli {
 
-// LoadScenario + ResolveScenario.
-Result<Scenario> LoadResolvedScenario(const std::string& path);
+// LoadScenario + ResolveScenario. A non-empty `calibration` (a --calibration file) replaces the
+// scenario's cluster.calibration_file.
+Result<Scenario> LoadResolvedScenario(const std::string& path, const std::string& calibration = "");
 
 nlohmann::json LayoutJson(const Plan& plan);
 // The same names for a layout that has no Plan (the search's and the sweep's).

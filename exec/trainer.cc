@@ -5,6 +5,7 @@
 #include "exec/distributed_optimizer.h"
 #include "exec/exec_trace.h"
 #include "exec/parallel_groups.h"
+#include "exec/plan_setup.h"
 #include "exec/program_interpreter.h"
 #include "exec/run_training.h"
 
@@ -125,25 +126,12 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
 
   MS_ASSIGN_OR_RETURN(ParallelGroups groups, MakeGroups(world, l));
   const RankCoords me = groups.coords;
-  StageSetup setup;
-  setup.stage = me.pp;
-  setup.pp = l.pp();
-  setup.vp = l.virtual_stages();
-  setup.tp_rank = me.tp;
-  setup.tp = l.tp();
-  setup.sequence_parallel = l.sequence_parallel();
-  setup.micro_batch = mb;
-  setup.recompute = l.recompute();
+  const StageSetup setup = StageSetupOf(plan, me);
   StageModel model(config, setup, device);
   model.InitParams(options.param_seed);
 
-  OptimizerSetup opt;
-  opt.kind = t.optimizer();
-  opt.hyper = options.hyper;
-  opt.clip_norm = options.clip_norm;
-  opt.zero_stage = l.zero_stage();
-  opt.sequence_parallel = l.sequence_parallel();
-  DistributedOptimizer optimizer(&model, &groups, world, opt);
+  DistributedOptimizer optimizer(&model, &groups, world,
+                                 OptimizerSetupOf(plan, options.hyper, options.clip_norm));
 
   // The loss of the step is the mean over all G x T tokens: each micro-batch's mean (over the
   // rows this rank holds) weighs 1 / (micro-batches x replicas x row shards).
@@ -152,13 +140,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   schedule.loss_scale = 1.0f / (static_cast<float>(m) * l.dp() * (split_rows ? l.tp() : 1));
   schedule.counts_loss = split_rows || me.tp == 0;
 
-  OpShape shape;
-  shape.model = plan.model();
-  shape.micro_batch = mb;
-  shape.tp = l.tp();
-  shape.sequence_parallel = l.sequence_parallel();
-  shape.flash_attention = l.kernels().flash_attention();
-  shape.fused_elementwise = l.kernels().fused_elementwise();
+  const OpShape shape = OpShapeOf(plan.model(), plan.layout(), plan.training().micro_batch());
   MS_RETURN_IF_ERROR(world->Barrier());
   OpRecorder recorder(device, shape, world->rank(), me.pp, device->NowNs(), &plan.stages(me.pp));
   if (world->rank() == 0 && sink != nullptr) sink->OnHeader(ExecTraceHeader(plan, steps, device->name()));

@@ -69,4 +69,33 @@ const GpuCalibration& CalibrationFor(const std::string& gpu) {
 
 const std::vector<GpuCalibration>& AllCalibrations() { return Table(); }
 
+GpuCalibration FromDeviceCalibration(const DeviceCalibration& d) {
+  GpuCalibration c;
+  c.gpu = d.device();
+  c.gemm_efficiency = d.gemm_efficiency();
+  c.attention_efficiency = d.attention_efficiency();
+  c.network_efficiency = d.network_efficiency();
+  c.network_step_latency_s = d.network_step_latency_s();
+  c.overlap_slowdown = d.overlap_slowdown();
+  c.step_overhead_s = d.step_overhead_s();
+  c.sms = d.sms();
+  c.hbm_efficiency = d.hbm_efficiency();
+  c.nvlink_efficiency = d.nvlink_efficiency();
+  c.kernel_overhead_s = d.kernel_overhead_s();
+  c.data_loading_s = d.data_loading_s();
+  for (const OpTimeScale& s : d.op_scale()) {
+    OpKind kind;
+    if (!OpKind_Parse(s.kind(), &kind)) continue;  // resolution rejects unknown names
+    const size_t i = static_cast<size_t>(kind);
+    if (c.op_scale.size() <= i) c.op_scale.resize(i + 1, 0);
+    c.op_scale[i] = s.factor();
+  }
+  return c;
+}
+
+GpuCalibration CalibrationOf(const ClusterSpec& cluster) {
+  if (cluster.has_calibration()) return FromDeviceCalibration(cluster.calibration());
+  return CalibrationFor(cluster.gpu());
+}
+
 }  // namespace megascale

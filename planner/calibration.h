@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "planner/plan.pb.h"
+#include "topology/cluster.pb.h"
+
 namespace megascale {
 
 struct GpuCalibration {
@@ -48,11 +51,28 @@ struct GpuCalibration {
   // Reading, tokenizing and copying one step's batch when it is not overlapped with the previous
   // step (training.data_pipeline_overlap = false), seconds per step.
   double data_loading_s = 0.05;
+
+  // --- measured devices only (megascale calibrate) ---
+  // Measured over modelled time per OpKind (index: the enum's value); empty or 0 = 1. The stored
+  // GPU calibrations have none: their formulas were fitted on whole runs.
+  std::vector<double> op_scale;
+  double OpScale(OpKind kind) const {
+    const size_t i = static_cast<size_t>(kind);
+    return i < op_scale.size() && op_scale[i] > 0 ? op_scale[i] : 1.0;
+  }
 };
 
 // The calibration of a GPU type. GPU types without rows of their own use the calibration of their
 // architecture (A800 -> A100; H800, H200 -> H100), with their own catalogue figures.
 const GpuCalibration& CalibrationFor(const std::string& gpu);
+
+// The calibration a resolved cluster runs with: its calibration block (a measured device, from
+// cluster.calibration_file) where it has one, else CalibrationFor(cluster.gpu()).
+GpuCalibration CalibrationOf(const ClusterSpec& cluster);
+
+// A calibration block's constants. REQUIRES: a block resolution accepted (op_scale kinds are
+// OpKind names, factors > 0).
+GpuCalibration FromDeviceCalibration(const DeviceCalibration& d);
 
 // Every stored calibration (A100, H100), for reports and tests.
 const std::vector<GpuCalibration>& AllCalibrations();

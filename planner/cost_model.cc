@@ -42,7 +42,7 @@ LinkFigures DpHopFigures(const topology::Cluster& cluster, const RankLayout& ran
           std::max(out.latency_s, in.latency_s)};
 }
 
-CostModel::CostModel(const ClusterSpec& cluster) : CostModel(cluster, CalibrationFor(cluster.gpu())) {}
+CostModel::CostModel(const ClusterSpec& cluster) : CostModel(cluster, CalibrationOf(cluster)) {}
 
 CostModel::CostModel(const ClusterSpec& cluster, CostConstants constants)
     : constants_(std::move(constants)),
@@ -64,6 +64,7 @@ double CostModel::ComputeTime(OpKind kind, double flops, double bytes) const {
 // useful work (partial tiles at the edges, the last wave's idle SMs) times its k-loop ramp.
 double CostModel::GemmShapeFactor(double m, double n, double k, double batch) const {
   const double sms = constants_.sms;
+  if (sms <= 0) return 1;  // a CPU: no waves of tiles over SMs
   double best = 0;
   for (const Tile& t : kTiles) {
     const double tm = std::ceil(m / t.m), tn = std::ceil(n / t.n);
@@ -117,6 +118,10 @@ double CostModel::AttentionTime(Phase phase, const OpShape& shape) const {
 }
 
 double CostModel::OpTime(OpKind kind, Phase phase, const OpShape& shape) const {
+  return constants_.OpScale(kind) * FormulaTime(kind, phase, shape);
+}
+
+double CostModel::FormulaTime(OpKind kind, Phase phase, const OpShape& shape) const {
   if (IsGemm(kind)) {
     double t = 0;
     for (const GemmDims& g : OpGemms(kind, phase, shape)) t += GemmTime(g.m, g.n, g.k, g.batch);
@@ -131,11 +136,15 @@ double CostModel::OpTime(OpKind kind, Phase phase, const OpShape& shape) const {
 
 double CostModel::OptimizerStepTime(double params, bool data_pipeline_overlap) const {
   const OpCost update = OptimizerCost(params);
-  return MemoryBoundTime(update.bytes) + constants_.step_overhead_s +
+  return constants_.OpScale(OPTIMIZER_STEP) * MemoryBoundTime(update.bytes) + constants_.step_overhead_s +
          (data_pipeline_overlap ? 0 : constants_.data_loading_s);
 }
 
 double CostModel::TpCollectiveTime(OpKind kind, int tp, double bytes) const {
+  return constants_.OpScale(kind) * TpRingTime(kind, tp, bytes);
+}
+
+double CostModel::TpRingTime(OpKind kind, int tp, double bytes) const {
   if (tp <= 1) return 0;
   // NCCL ring: t - 1 steps, each moving 1/t of the buffer; bus bandwidth = NVLink x efficiency.
   const double one_pass = (tp - 1) * nvlink_latency_s_ +

@@ -46,7 +46,7 @@ LinkFigures DpHopFigures(const topology::Cluster& cluster, const RankLayout& ran
 class CostModel {
  public:
   // REQUIRES: a resolved cluster spec (peak_tflops, hbm_gbytes_per_s, nvlink_gbytes_per_s set).
-  // Uses the calibration of cluster.gpu.
+  // Uses CalibrationOf(cluster): its calibration block, else the stored one of cluster.gpu.
   explicit CostModel(const ClusterSpec& cluster);
   CostModel(const ClusterSpec& cluster, CostConstants constants);
 
@@ -59,15 +59,20 @@ class CostModel {
   double AttentionTime(Phase phase, const OpShape& shape) const;
   // A streaming kernel moving `bytes` through HBM.
   double MemoryBoundTime(double bytes) const;
-  // Any compute op of a layer, the embedding or the head (not OPTIMIZER_STEP).
+  // Any compute op of a layer, the embedding or the head (not OPTIMIZER_STEP): the formula's time
+  // times the calibration's op_scale for the kind (1 on the stored GPU calibrations).
   double OpTime(OpKind kind, Phase phase, const OpShape& shape) const;
+  // The formula alone, without op_scale: what `megascale calibrate` holds its measurements against.
+  double FormulaTime(OpKind kind, Phase phase, const OpShape& shape) const;
   // The optimizer's update of `params` local parameters plus the per-step host overhead (and the
   // data loading when it is not overlapped): what runs between two steps.
   double OptimizerStepTime(double params, bool data_pipeline_overlap) const;
 
   // A TP collective (TP_ALL_GATHER, TP_REDUCE_SCATTER, TP_ALL_REDUCE) of `bytes` (full buffer)
-  // among tp GPUs of one node.
+  // among tp GPUs of one node: the ring's time times the kind's op_scale.
   double TpCollectiveTime(OpKind kind, int tp, double bytes) const;
+  // The ring's closed form alone (no op_scale).
+  double TpRingTime(OpKind kind, int tp, double bytes) const;
   // A DP collective among n members at the calibrated network efficiency, with the algorithm
   // the cluster's collectives settings pick (planner/collective_cost.h).
   double DpCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link) const;

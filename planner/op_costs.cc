@@ -82,6 +82,17 @@ OpCost ComputeOpCostFused(OpKind kind, Phase phase, const Dims& d) {
 
 }  // namespace
 
+OpShape OpShapeOf(const ModelSpec& model, const LayoutSpec& layout, int micro_batch) {
+  OpShape s;
+  s.model = model;
+  s.micro_batch = micro_batch;
+  s.tp = layout.tp();
+  s.sequence_parallel = layout.sequence_parallel() && layout.tp() > 1;
+  s.flash_attention = layout.kernels().flash_attention();
+  s.fused_elementwise = layout.kernels().fused_elementwise();
+  return s;
+}
+
 OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape) {
   OpCost c = ComputeOpCostFused(kind, phase, DimsOf(shape));
   if (kind == ATTENTION && !shape.flash_attention) {

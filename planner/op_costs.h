@@ -36,6 +36,9 @@ struct OpShape {
   bool fused_elementwise = true;
 };
 
+// The shape of a layout: SP only where tp > 1 (it splits nothing at tp 1).
+OpShape OpShapeOf(const ModelSpec& model, const LayoutSpec& layout, int micro_batch);
+
 constexpr double kActivationBytes = 2;  // bf16
 
 // Compute cost of `kind` (a compute OpKind, not OPTIMIZER_STEP) for one micro-batch.

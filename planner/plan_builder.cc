@@ -73,7 +73,7 @@ void FillLinks(const topology::Cluster& cluster, const RankLayout& ranks, int st
 }  // namespace
 
 Result<Plan> BuildPlan(const Scenario& resolved) {
-  return BuildPlanWith(resolved, CalibrationFor(resolved.cluster().gpu()));
+  return BuildPlanWith(resolved, CalibrationOf(resolved.cluster()));
 }
 
 Result<Plan> BuildPlanWith(const Scenario& resolved, const CostConstants& constants) {
@@ -100,9 +100,7 @@ Result<Plan> BuildPlanWith(const Scenario& resolved, const CostConstants& consta
 
   const CostModel cost(resolved.cluster(), constants);
   StageInputs in;
-  in.layer.shape = {model, training.micro_batch(), layout.tp(),
-                    layout.sequence_parallel() && layout.tp() > 1,
-                    layout.kernels().flash_attention(), layout.kernels().fused_elementwise()};
+  in.layer.shape = OpShapeOf(model, layout, training.micro_batch());
   in.layer.cost = &cost;
   in.layer.recompute = layout.recompute();
   in.layer.overlap_tp = layout.overlap().tp();

@@ -48,7 +48,33 @@ Result<Scenario> LoadScenario(const std::string& path) {
   if (!text.ok()) {
     return Status::NotFound("scenario file '" + path + "' cannot be read: it is missing or unreadable");
   }
-  return ParseScenario(*text, "'" + path + "'");
+  MS_ASSIGN_OR_RETURN(Scenario scenario, ParseScenario(*text, "'" + path + "'"));
+  ClusterSpec* cluster = scenario.mutable_cluster();
+  if (!cluster->calibration_file().empty() && !cluster->has_calibration()) {
+    std::string file = cluster->calibration_file();
+    const size_t slash = path.rfind('/');
+    if (file[0] != '/' && slash != std::string::npos) file = path.substr(0, slash + 1) + file;
+    MS_ASSIGN_OR_RETURN(*cluster->mutable_calibration(), LoadCalibration(file, "cluster.calibration_file"));
+  }
+  return scenario;
+}
+
+Result<DeviceCalibration> LoadCalibration(const std::string& path, const std::string& field) {
+  auto text = ReadFile(path);
+  if (!text.ok()) {
+    return Status::BadField(field, "'" + path + "'",
+                            "must name a readable calibration file (write one with `megascale calibrate`)");
+  }
+  DeviceCalibration calibration;
+  google::protobuf::TextFormat::Parser parser;
+  FirstError errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(*text, &calibration)) {
+    return Status::BadField(field, "'" + path + "'",
+                            "must be a DeviceCalibration in protobuf text format (" +
+                                (errors.has_error() ? errors.text() : "unparsable text") + ")");
+  }
+  return calibration;
 }
 
 }  // namespace megascale

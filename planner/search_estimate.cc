@@ -15,15 +15,7 @@ namespace megascale {
 namespace {
 
 OpShape ShapeOf(const Scenario& base, const Candidate& c) {
-  const LayoutSpec& l = c.layout;
-  OpShape s;
-  s.model = base.model();
-  s.micro_batch = c.micro_batch;
-  s.tp = l.tp();
-  s.sequence_parallel = l.sequence_parallel() && l.tp() > 1;
-  s.flash_attention = l.kernels().flash_attention();
-  s.fused_elementwise = l.kernels().fused_elementwise();
-  return s;
+  return OpShapeOf(base.model(), c.layout, c.micro_batch);
 }
 
 // Lane semantics of plan.proto on one program that starts idle: an op starts when its lane is

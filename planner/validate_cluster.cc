@@ -1,6 +1,7 @@
 // Rules and defaults of the cluster block.
 #include "planner/validate_util.h"
 
+#include "planner/plan.pb.h"
 #include "topology/hardware.h"
 
 namespace megascale::validation {
@@ -28,6 +29,48 @@ Status ResolveCollectives(CollectiveSpec* c) {
   c->set_algorithm(c->algorithm());
   c->set_channels(c->channels());
   c->set_chunk_bytes(c->chunk_bytes());
+  return Status::Ok();
+}
+
+// A measured device's calibration block (cluster.calibration_file): every figure in range.
+Status ResolveCalibration(DeviceCalibration* d) {
+  const std::string f = "cluster.calibration.";
+  const std::string measured = "a measured figure: rerun `megascale calibrate`";
+  MS_CHECK_FIELD(d->peak_tflops() > 0 && d->peak_tflops() <= 1e5, f + "peak_tflops", d->peak_tflops(),
+                 "must be > 0 and at most 1e5 (" + measured + ")");
+  MS_CHECK_FIELD(d->hbm_gbytes_per_s() > 0 && d->hbm_gbytes_per_s() <= 1e6, f + "hbm_gbytes_per_s",
+                 d->hbm_gbytes_per_s(), "must be > 0 and at most 1e6 (" + measured + ")");
+  MS_CHECK_FIELD(d->hbm_gb() > 0 && d->hbm_gb() <= 1e5, f + "hbm_gb", d->hbm_gb(),
+                 "must be > 0 and at most 1e5 (" + measured + ")");
+  MS_CHECK_FIELD(d->link_gbytes_per_s() > 0 && d->link_gbytes_per_s() <= 1e5, f + "link_gbytes_per_s",
+                 d->link_gbytes_per_s(), "must be > 0 and at most 1e5 (" + measured + ")");
+  MS_CHECK_RANGE(d->link_latency_us(), 0.0, 1e6, f + "link_latency_us", "µs");
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"gemm_efficiency", d->gemm_efficiency()},
+        {"attention_efficiency", d->attention_efficiency()},
+        {"network_efficiency", d->network_efficiency()},
+        {"hbm_efficiency", d->hbm_efficiency()},
+        {"nvlink_efficiency", d->nvlink_efficiency()}}) {
+    MS_CHECK_FIELD(value > 0 && value <= 10, f + name, value, "must be > 0 and at most 10");
+  }
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"network_step_latency_s", d->network_step_latency_s()},
+        {"step_overhead_s", d->step_overhead_s()},
+        {"kernel_overhead_s", d->kernel_overhead_s()},
+        {"data_loading_s", d->data_loading_s()}}) {
+    MS_CHECK_RANGE(value, 0.0, 1e3, f + name, "seconds");
+  }
+  MS_CHECK_RANGE(d->overlap_slowdown(), 0.0, 0.99, f + "overlap_slowdown", "a fraction");
+  MS_CHECK_RANGE(d->sms(), 0, 100000, f + "sms", "0 = no SM waves (a CPU)");
+  for (int i = 0; i < d->op_scale_size(); ++i) {
+    const OpTimeScale& s = d->op_scale(i);
+    const std::string field = f + "op_scale[" + Num(i) + "]";
+    OpKind kind;
+    MS_CHECK_FIELD(OpKind_Parse(s.kind(), &kind), field + ".kind", "\"" + s.kind() + "\"",
+                   "must be an OpKind name of planner/plan.proto (QKV_GEMM, GELU, TP_ALL_GATHER, ...)");
+    MS_CHECK_FIELD(s.factor() > 0 && s.factor() <= 1e6, field + ".factor", s.factor(),
+                   "must be > 0 and at most 1e6");
+  }
   return Status::Ok();
 }
 
@@ -64,6 +107,20 @@ Status ResolveCluster(ClusterSpec* c) {
   MS_CHECK_RANGE(c->hbm_gb(), 0.0, 1e5, "cluster.hbm_gb", "0 = catalogue");
   MS_CHECK_RANGE(c->hbm_gbytes_per_s(), 0.0, 1e6, "cluster.hbm_gbytes_per_s", "0 = catalogue");
   MS_RETURN_IF_ERROR(ResolveCollectives(c->mutable_collectives()));
+  MS_CHECK_FIELD(c->has_calibration() || !gpu->measured_only(), "cluster.calibration_file",
+                 "\"" + c->calibration_file() + "\"",
+                 "must name the file `megascale calibrate` wrote: gpu \"" + c->gpu() +
+                     "\" has no catalogue figures");
+  if (c->has_calibration()) {
+    // A measured device: its figures replace the catalogue's, unless the scenario sets them.
+    DeviceCalibration* d = c->mutable_calibration();
+    MS_RETURN_IF_ERROR(ResolveCalibration(d));
+    if (c->peak_tflops() == 0) c->set_peak_tflops(d->peak_tflops());
+    if (c->hbm_gb() == 0) c->set_hbm_gb(d->hbm_gb());
+    if (c->hbm_gbytes_per_s() == 0) c->set_hbm_gbytes_per_s(d->hbm_gbytes_per_s());
+    if (c->nvlink_gbytes_per_s() == 0) c->set_nvlink_gbytes_per_s(d->link_gbytes_per_s());
+    if (!c->has_nvlink_latency_us()) c->set_nvlink_latency_us(d->link_latency_us());
+  }
   if (c->peak_tflops() == 0) c->set_peak_tflops(gpu->peak_flops / 1e12);
   if (c->hbm_gb() == 0) c->set_hbm_gb(gpu->hbm_bytes / 1e9);
   if (c->hbm_gbytes_per_s() == 0) c->set_hbm_gbytes_per_s(gpu->hbm_bytes_per_s / 1e9);

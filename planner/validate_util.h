@@ -25,6 +25,7 @@ inline std::string Num(double v) {
 }
 inline std::string Num(int64_t v) { return std::to_string(v); }
 inline std::string Num(int v) { return std::to_string(v); }
+inline std::string Num(const std::string& quoted) { return quoted; }  // already a printed value
 
 // Each resolves one block of the scenario in place: checks its rules and fills its defaults.
 Status ResolveCluster(ClusterSpec* c);

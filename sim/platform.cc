@@ -59,8 +59,8 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
 
 }  // namespace
 
-NetworkCalibration NetworkCalibrationFor(const std::string& gpu) {
-  const GpuCalibration& c = CalibrationFor(gpu);
+NetworkCalibration NetworkCalibrationFor(const ClusterSpec& cluster) {
+  const GpuCalibration c = CalibrationOf(cluster);
   return {c.network_efficiency, c.network_step_latency_s};
 }
 

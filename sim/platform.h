@@ -52,7 +52,7 @@ struct NetworkCalibration {
   double efficiency = 1.0;
   double step_latency_s = 0;
 };
-NetworkCalibration NetworkCalibrationFor(const std::string& gpu);
+NetworkCalibration NetworkCalibrationFor(const ClusterSpec& cluster);
 
 struct Platform {
   std::vector<simgrid::s4u::Host*> agents;  // one per actor, by actor index

@@ -96,7 +96,7 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   const int num_background = static_cast<int>(world.faults.background.size());
   // Agent hosts: the workers, the monitor, one per background entry.
   world.platform = BuildPlatform(cluster, num_actors + 1 + num_background,
-                                 NetworkCalibrationFor(plan.cluster().gpu()));
+                                 NetworkCalibrationFor(plan.cluster()));
 
   sink->OnHeader(MakeHeader(plan));
   for (int s = 0; s < plan.layout().pp(); ++s) {

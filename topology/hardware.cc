@@ -12,6 +12,9 @@ const std::vector<GpuFigures>& Catalogue() {
       {"H100", 989e12, 1979e12, 80e9, 3350e9, 900e9 / 2},
       {"H800", 989e12, 1979e12, 80e9, 3350e9, 400e9 / 2},
       {"H200", 989e12, 1979e12, 141e9, 4800e9, 900e9 / 2},
+      // A rank on host cores: no vendor figures, they depend on the machine and on how many
+      // ranks share its cores; `megascale calibrate` measures them (cluster.calibration_file).
+      {"CPU", 0, 0, 0, 0, 0},
   };
   return kGpus;
 }

@@ -9,6 +9,7 @@
 
 namespace megascale::topology {
 
+// A device whose figures are all 0 ("CPU") has no catalogue figures: they come from a calibration.
 struct GpuFigures {
   std::string name;               // "A100", "H100", ...
   double peak_flops = 0;          // dense BF16 FLOP/s
@@ -16,6 +17,7 @@ struct GpuFigures {
   double hbm_bytes = 0;
   double hbm_bytes_per_s = 0;
   double nvlink_bytes_per_s = 0;  // per GPU, each direction
+  bool measured_only() const { return peak_flops == 0; }
 };
 
 // NotFound names the GPU and lists the known ones.

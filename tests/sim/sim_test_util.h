@@ -127,10 +127,10 @@ inline Scenario MakeScenario(const Plan& plan) {
 // The simulator's figures of a route (sim/platform.h): the links' latency plus the calibrated
 // per-transfer latency; the narrowest link's line rate times the calibrated efficiency.
 inline double RouteLatency(const topology::Cluster& c, const topology::Path& p) {
-  return c.RouteLatency(p) + NetworkCalibrationFor(c.spec().gpu()).step_latency_s;
+  return c.RouteLatency(p) + NetworkCalibrationFor(c.spec()).step_latency_s;
 }
 inline double RouteBandwidth(const topology::Cluster& c, const topology::Path& p) {
-  return c.RouteBandwidth(p) * NetworkCalibrationFor(c.spec().gpu()).efficiency;
+  return c.RouteBandwidth(p) * NetworkCalibrationFor(c.spec()).efficiency;
 }
 
 // Uncontended time of one flow: route latency + bytes / narrowest link (CM02, no TCP factors).

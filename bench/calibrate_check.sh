@@ -1,0 +1,65 @@
+#!/bin/bash
+# Does the twin predict a real run on this machine once calibrated? (issue 16, docs/calibrate.md)
+#
+#   bench/calibrate_check.sh [BUILD_DIR]
+#
+# Three layouts of the tiny GPT on 8 CPU ranks, each as a scenario of gpu "CPU":
+#   run-tiny-8    TP 2 x PP 2 x DP 2, 1F1B (the shipped scenario)
+#   interleaved   TP 2 x PP 2 (2 virtual stages) x DP 2, 4 layers
+#   tp-heavy      TP 4 x PP 2 x DP 1
+# 1. `megascale calibrate` times the executor's ops at the shapes of CALIBRATE_ON (default: the
+#    first scenario only, so the other two are predicted from shapes the calibration never ran;
+#    CALIBRATE_ON=all times all three) and writes calibration.textproto;
+# 2. `megascale simulate` predicts each layout's step (the scenarios name the calibration file);
+# 3. `megascale run --trace` runs each for STEPS steps (default 60): the measured step is the
+#    median of the steps after WARMUP (default 5), the trace gather included, as calibrate ran it;
+# 4. prints predicted, measured and their ratio, then `megascale compare`'s most different kinds.
+# Ranks are bound to cores (overload allowed): unbound, 8 ranks on 2 cores land differently from
+# run to run and the step time moves by 30 %. Files go to a temp dir, removed at the end.
+set -euo pipefail
+BUILD=${1:-build}
+BIN=$(readlink -f "$BUILD/megascale")
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+STEPS=${STEPS:-60}
+WARMUP=${WARMUP:-5}
+CALIBRATE_ON=${CALIBRATE_ON:-first}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun -np 8 --oversubscribe --bind-to core:overload-allowed)
+PY=/usr/bin/python3
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+base="$SRC/scenarios/run-tiny-8.textproto"
+cpu() {
+  sed -e 's/gpu: "A100"/gpu: "CPU"\n  calibration_file: "calibration.textproto"/' -e "s/steps: 200/steps: $STEPS/" "$base"
+}
+cpu > "$WORK/run-tiny-8.textproto"
+cpu | sed -e 's/layers: 2/layers: 4/' -e 's/schedule: ONE_F_ONE_B/schedule: INTERLEAVED_1F1B\n  virtual_stages: 2/' \
+  -e 's/name: "run-tiny-8"/name: "interleaved"/' > "$WORK/interleaved.textproto"
+cpu | sed -e 's/tp: 2/tp: 4/' -e 's/dp: 2/dp: 1/' -e 's/global_batch: 8/global_batch: 4/' \
+  -e 's/name: "run-tiny-8"/name: "tp-heavy"/' > "$WORK/tp-heavy.textproto"
+names=(run-tiny-8 interleaved tp-heavy)
+
+cal=("$WORK/run-tiny-8.textproto")
+[ "$CALIBRATE_ON" = all ] && cal=("$WORK/run-tiny-8.textproto" "$WORK/interleaved.textproto" "$WORK/tp-heavy.textproto")
+echo "== megascale calibrate on: ${cal[*]##*/}"
+(cd "$WORK" && "${MPIRUN[@]}" "$BIN" calibrate -q -o calibration.textproto "${cal[@]}")
+
+printf '\n%-12s %14s %14s %10s\n' layout "predicted (s)" "measured (s)" measured/predicted
+for n in "${names[@]}"; do
+  s="$WORK/$n.textproto"
+  "$BIN" simulate -q "$s" --json --trace "$WORK/$n.sim.trace" > "$WORK/$n.sim.json"
+  (cd "$WORK" && "${MPIRUN[@]}" "$BIN" run -q --json "$s" --trace "$WORK/$n.run.trace" > "$WORK/$n.run.json")
+  "$PY" - "$WORK/$n.sim.json" "$WORK/$n.run.json" "$n" "$WARMUP" <<'PYEOF'
+import json, statistics, sys
+sim = json.load(open(sys.argv[1]))
+run = json.load(open(sys.argv[2]))
+steps = run["step_times_s"][int(sys.argv[4]):]
+p, m = sim["iteration_time_s"], statistics.median(steps)
+print("%-12s %14.5f %14.5f %10.3f" % (sys.argv[3], p, m, m / p))
+PYEOF
+done
+for n in "${names[@]}"; do
+  echo; echo "== $n: megascale compare (most different kinds)"
+  "$BIN" compare "$WORK/$n.sim.trace" "$WORK/$n.run.trace" --warmup "$WARMUP" | sed -n '1,12p' | grep -v "^predicted:\|^measured:"
+done

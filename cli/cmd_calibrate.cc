@@ -1,0 +1,164 @@
+// `megascale calibrate SCENARIO...`: measures the device at hand under the launcher's ranks
+// (exec/calibrate.h), fits the cost model's figures to it (planner/calibration_fit.h) and writes a
+// calibration file that `plan` and `simulate` read (--calibration, or cluster.calibration_file)
+// to predict a run on this device (docs/calibrate.md).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include <google/protobuf/text_format.h>
+
+#include "base/atomic_file.h"
+#include "cli/commands.h"
+#include "cli/file_args.h"
+#include "exec/calibrate.h"
+#include "exec/device_factory.h"
+#include "exec/parallel_groups.h"
+#include "planner/calibration_fit.h"
+#include "planner/plan_builder.h"
+#include "planner/scenario_io.h"
+#include "planner/validate.h"
+
+namespace megascale::cli {
+namespace {
+
+// Stands in for the device's figures while a scenario is resolved only for its shapes (a "CPU"
+// scenario needs some calibration to resolve; the shapes do not depend on it).
+DeviceCalibration Provisional() {
+  DeviceCalibration d;
+  d.set_device("provisional");
+  d.set_peak_tflops(1);
+  d.set_hbm_gbytes_per_s(1);
+  d.set_hbm_gb(1e4);
+  d.set_link_gbytes_per_s(1);
+  d.set_link_latency_us(1);
+  return d;
+}
+
+Result<Plan> PlanWith(const Scenario& raw, const DeviceCalibration& calibration) {
+  Scenario s = raw;
+  *s.mutable_cluster()->mutable_calibration() = calibration;
+  MS_ASSIGN_OR_RETURN(Scenario resolved, ResolveScenario(s));
+  return BuildPlan(resolved);
+}
+
+std::string Today() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d", std::gmtime(&now));
+  return buf;
+}
+
+std::string Host() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown host";
+  return buf;
+}
+
+// The hardware entry from the measured rates; every constant at its measured-device default,
+// written out so the file shows them.
+DeviceCalibration BaseFrom(const exec::DeviceRates& r, const std::string& device, int ranks,
+                           const std::vector<std::string>& scenarios) {
+  DeviceCalibration d;
+  d.set_device(device);
+  std::string names;
+  for (const std::string& s : scenarios) names += (names.empty() ? "" : ", ") + s;
+  d.set_measured_on(Host() + ", " + std::to_string(ranks) + " ranks, " + Today() + ", at the shapes of " + names);
+  d.set_peak_tflops(r.gemm_flops_per_s / 1e12);
+  d.set_hbm_gbytes_per_s(r.stream_bytes_per_s / 1e9);
+  d.set_hbm_gb(r.memory_bytes / 1e9);
+  d.set_link_gbytes_per_s(r.link_bytes_per_s / 1e9);
+  d.set_link_latency_us(r.link_latency_s * 1e6);
+  for (auto set : {&DeviceCalibration::set_gemm_efficiency, &DeviceCalibration::set_attention_efficiency,
+                   &DeviceCalibration::set_network_efficiency, &DeviceCalibration::set_hbm_efficiency,
+                   &DeviceCalibration::set_nvlink_efficiency}) {
+    (d.*set)(1.0);
+  }
+  d.set_network_step_latency_s(0);
+  d.set_overlap_slowdown(0);
+  d.set_sms(0);
+  d.set_kernel_overhead_s(0);
+  d.set_data_loading_s(0);
+  return d;
+}
+
+void PrintFit(const exec::DeviceRates& r, const CalibrationFit& fit, int ranks) {
+  std::printf("device        %s, %d ranks: GEMM %.3g GFLOP/s, copy %.3g GB/s, link %.3g us + %.3g GB/s per rank\n",
+              fit.calibration.device().c_str(), ranks, r.gemm_flops_per_s / 1e9, r.stream_bytes_per_s / 1e9,
+              r.link_latency_s * 1e6, r.link_bytes_per_s / 1e9);
+  std::printf("%-20s %7s %14s %14s %10s\n", "kind", "ops", "measured (s)", "formula (s)", "op_scale");
+  for (const KindFit& k : fit.kinds) {
+    std::printf("%-20s %7d %14.6g %14.6g %10.4g\n", OpKind_Name(k.kind).c_str(), k.ops, k.measured_s / k.ops,
+                k.formula_s / k.ops, k.measured_s / k.formula_s);
+  }
+  std::printf("step end      measured %.4g s, priced by the plan %.4g s -> step_overhead_s %.4g\n",
+              fit.step_end_measured_s, fit.step_end_priced_s, fit.calibration.step_overhead_s());
+}
+
+}  // namespace
+
+Status RunCalibrate(const CalibrateArgs& args) {
+  if (args.iterations < 1 || args.iterations > 10000) {
+    return Status::BadField("--iterations", std::to_string(args.iterations), "must be between 1 and 10000");
+  }
+  if (args.warmup < 0 || args.warmup > 1000) {
+    return Status::BadField("--warmup", std::to_string(args.warmup), "must be between 0 and 1000");
+  }
+  std::vector<Scenario> raws;
+  std::vector<Plan> shapes;
+  for (const std::string& path : args.scenarios) {
+    // Parsed without reading its calibration file: calibrate makes that file (it may not exist yet).
+    auto text = ReadFile(path);
+    if (!text.ok()) return Status::NotFound("scenario file '" + path + "' cannot be read: it is missing or unreadable");
+    MS_ASSIGN_OR_RETURN(Scenario raw, ParseScenario(*text, "'" + path + "'"));
+    *raw.mutable_cluster()->mutable_calibration() = Provisional();
+    MS_ASSIGN_OR_RETURN(Plan plan, PlanWith(raw, raw.cluster().calibration()));
+    raws.push_back(raw);
+    shapes.push_back(std::move(plan));
+  }
+  const std::string device_kind = raws.front().run().device().empty() ? "cpu" : raws.front().run().device();
+  MS_ASSIGN_OR_RETURN(exec::Device * device, exec::OpenDevice(device_kind, exec::LocalRank()));
+  MS_ASSIGN_OR_RETURN(std::unique_ptr<exec::Communicator> world, exec::OpenWorldFor(device_kind));
+  const bool root = world->rank() == 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (shapes[i].world_size() != world->size()) {
+      return Status::BadField("scenario", "'" + args.scenarios[i] + "'",
+                              "needs " + std::to_string(shapes[i].world_size()) +
+                                  " ranks (tp x pp x dp) to be calibrated at its shapes, but the launcher started " +
+                                  std::to_string(world->size()) + " (mpirun -np N megascale calibrate ...)");
+    }
+  }
+  Status out_ok;
+  if (root) out_ok = CheckOutputFile("--out", args.out);
+  MS_RETURN_IF_ERROR(exec::AgreeOnStatus(world.get(), out_ok));
+
+  if (root && !args.quiet) std::fprintf(stderr, "calibrate: measuring the device's rates on %d ranks\n", world->size());
+  MS_ASSIGN_OR_RETURN(exec::DeviceRates rates, exec::MeasureDeviceRates(device, world.get()));
+  const DeviceCalibration base = BaseFrom(rates, device_kind, world->size(), args.scenarios);
+  std::vector<PlanSample> samples;
+  for (size_t i = 0; i < raws.size(); ++i) {
+    if (root && !args.quiet) {
+      std::fprintf(stderr, "calibrate: timing the ops of %s (%d iterations after %d warm-up)\n",
+                   args.scenarios[i].c_str(), args.iterations, args.warmup);
+    }
+    MS_ASSIGN_OR_RETURN(Plan plan, PlanWith(raws[i], base));
+    MS_ASSIGN_OR_RETURN(exec::PlanOpTimes times, exec::TimePlanOps(plan, raws[i].run(), device, world.get(),
+                                                                   args.warmup, args.iterations));
+    samples.push_back({std::move(plan), std::move(times.events)});
+  }
+  if (!root) return Status::Ok();
+  MS_ASSIGN_OR_RETURN(CalibrationFit fit, FitCalibration(base, samples));
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(fit.calibration, &text);
+  MS_RETURN_IF_ERROR(WriteFileAtomically(
+      args.out, "# A measured device for the planner and the simulator, written by `megascale calibrate`\n"
+                "# (docs/calibrate.md). Use it: megascale simulate SCENARIO --calibration " +
+                    args.out + "\n" + text));
+  PrintFit(rates, fit, world->size());
+  std::printf("wrote         %s\n", args.out.c_str());
+  return Status::Ok();
+}
+
+}  // namespace megascale::cli

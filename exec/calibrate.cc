@@ -1,0 +1,131 @@
+#include "exec/calibrate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#include "exec/run_spec.h"
+#include "exec/run_training.h"
+
+namespace megascale {
+namespace exec {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The median of `reps` timings of f, after one untimed call; every rank starts together.
+template <typename F>
+Result<double> MedianSeconds(Communicator* world, int reps, F&& f) {
+  MS_RETURN_IF_ERROR(f());
+  std::vector<double> t;
+  MS_RETURN_IF_ERROR(world->Barrier());
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = Now();
+    MS_RETURN_IF_ERROR(f());
+    t.push_back(Now() - t0);
+  }
+  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
+  return t[reps / 2];
+}
+
+// The mean of one figure over the world.
+Result<double> WorldMean(Communicator* world, double mine) {
+  MS_RETURN_IF_ERROR(world->AllReduceSum(&mine, 1));
+  return mine / world->size();
+}
+
+int RanksOnThisHost(Communicator* world) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+    if (const char* v = std::getenv(name)) {
+      const int n = std::atoi(v);
+      if (n > 0) return n;
+    }
+  }
+  return world->size();
+}
+
+// Keeps the events rank 0 gathers.
+class EventList : public TraceSink {
+ public:
+  void OnHeader(const TraceHeader&) override {}
+  void OnEvent(const TraceEvent& e) override { events.push_back(e); }
+  void OnStatus(const RankStatus&) override {}
+  void OnEnd(const RunEnd&) override {}
+  std::vector<TraceEvent> events;
+};
+
+}  // namespace
+
+Result<DeviceRates> MeasureDeviceRates(Device* device, Communicator* world) {
+  DeviceRates r;
+  constexpr int kGemm = 256;
+  {
+    DeviceBuffer a(device, size_t{kGemm} * kGemm), w(device, size_t{kGemm} * kGemm),
+        out(device, size_t{kGemm} * kGemm);
+    MS_ASSIGN_OR_RETURN(double s, MedianSeconds(world, 5, [&] {
+                          device->LinearForward(out.data(), a.data(), w.data(), nullptr, kGemm, kGemm, kGemm);
+                          device->Synchronize();
+                          return device->status();
+                        }));
+    MS_ASSIGN_OR_RETURN(r.gemm_flops_per_s, WorldMean(world, 2.0 * kGemm * kGemm * kGemm / s));
+  }
+  {
+    constexpr size_t kFloats = size_t{4} << 20;  // 16 MiB
+    DeviceBuffer src(device, kFloats), dst(device, kFloats);
+    MS_ASSIGN_OR_RETURN(double s, MedianSeconds(world, 5, [&] {
+                          device->Copy(dst.data(), src.data(), kFloats);
+                          device->Synchronize();
+                          return device->status();
+                        }));
+    MS_ASSIGN_OR_RETURN(r.stream_bytes_per_s, WorldMean(world, 2.0 * kFloats * sizeof(float) / s));
+  }
+  // Ping-pong between ranks 2i and 2i+1 (an odd last rank only keeps pace).
+  const int me = world->rank(), peer = me ^ 1;
+  const bool paired = peer < world->size();
+  auto round_trip = [&](std::vector<float>& buf) -> Status {
+    if (!paired) return Status::Ok();
+    if (me % 2 == 0) {
+      MS_RETURN_IF_ERROR(world->Send(buf.data(), buf.size(), peer, 7));
+      MS_RETURN_IF_ERROR(world->WaitSends());
+      return world->Recv(buf.data(), buf.size(), peer, 7);
+    }
+    MS_RETURN_IF_ERROR(world->Recv(buf.data(), buf.size(), peer, 7));
+    MS_RETURN_IF_ERROR(world->Send(buf.data(), buf.size(), peer, 7));
+    return world->WaitSends();
+  };
+  std::vector<float> small(1), large(size_t{1} << 18);  // 4 B, 1 MiB
+  MS_ASSIGN_OR_RETURN(double rt_small, MedianSeconds(world, 51, [&] { return round_trip(small); }));
+  MS_ASSIGN_OR_RETURN(double rt_large, MedianSeconds(world, 11, [&] { return round_trip(large); }));
+  const double n = paired ? 1.0 : 0.0;  // unpaired ranks measure nothing
+  double sums[3] = {n * rt_small / 2, n * (rt_large - rt_small) / 2, n};
+  MS_RETURN_IF_ERROR(world->AllReduceSum(sums, 3));
+  if (sums[2] == 0) {
+    return Status::InvalidInput("calibrate needs at least 2 ranks to measure the link between ranks");
+  }
+  r.link_latency_s = sums[0] / sums[2];
+  r.link_bytes_per_s = large.size() * sizeof(float) / std::max(sums[1] / sums[2], 1e-9);
+  const double host = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  r.memory_bytes = host / RanksOnThisHost(world);
+  return r;
+}
+
+Result<PlanOpTimes> TimePlanOps(const Plan& plan, const RunSpec& run, Device* device, Communicator* world,
+                                int warmup, int iterations) {
+  RunOptions options = RunOptionsFromSpec(run);
+  options.steps = warmup + iterations;
+  options.device = device;
+  EventList gathered;
+  MS_RETURN_IF_ERROR(Train(plan, options, world, &gathered).status());
+  PlanOpTimes out;
+  for (TraceEvent& e : gathered.events) {
+    if (e.step() >= warmup) out.events.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace exec
+}  // namespace megascale

@@ -1,0 +1,44 @@
+// What `megascale calibrate` measures on the device at hand (docs/calibrate.md): every rank at
+// once, so a rank's share of shared cores or links is what is measured, as in a run.
+//  * MeasureDeviceRates: the hardware entry of the device: a dense GEMM's rate, a streaming
+//    copy's bandwidth, and the latency and bandwidth of a message between two ranks (ping-pong of
+//    rank pairs 2i, 2i+1);
+//  * TimePlanOps: the executor's own ops at the plan's shapes, as they run in the plan: a short
+//    run of the plan (exec/run_training.h, the run block's data and hyper-parameters), each op's
+//    time taken with the load of the other ranks around it, which on shared cores is most of it.
+// The fitting of the planner's constants to these figures is planner/calibration_fit.h's.
+// Collective over world. Not thread-safe.
+#pragma once
+
+#include <vector>
+
+#include "base/status.h"
+#include "exec/communicator.h"
+#include "exec/device.h"
+#include "planner/plan.pb.h"
+#include "planner/scenario.pb.h"
+#include "traces/trace.pb.h"
+
+namespace megascale {
+namespace exec {
+
+// Means over the world's ranks, each rank measuring while all others measure too.
+struct DeviceRates {
+  double gemm_flops_per_s = 0;    // a 256 x 256 x 256 fp32 GEMM (LinearForward)
+  double stream_bytes_per_s = 0;  // a 16 MiB device copy, bytes read + written
+  double link_latency_s = 0;      // one small message, half a round trip
+  double link_bytes_per_s = 0;    // a 1 MiB message, beyond the latency
+  double memory_bytes = 0;        // host memory divided among the ranks of this host
+};
+Result<DeviceRates> MeasureDeviceRates(Device* device, Communicator* world);
+
+struct PlanOpTimes {
+  // Every rank's op events of the timed steps (world rank 0 only; empty elsewhere).
+  std::vector<TraceEvent> events;
+};
+// Runs warmup + iterations steps of the plan. REQUIRES: world->size() == the plan's world size.
+Result<PlanOpTimes> TimePlanOps(const Plan& plan, const RunSpec& run, Device* device, Communicator* world,
+                                int warmup, int iterations);
+
+}  // namespace exec
+}  // namespace megascale

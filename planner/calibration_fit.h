@@ -1,0 +1,49 @@
+// Fitting a measured device's calibration (`megascale calibrate`, docs/calibrate.md) from what
+// exec/calibrate.h measured: the executor's own ops at the plans' shapes and the step's end.
+//  * op_scale: per op kind, the measured time of all its ops over the cost model's formula for
+//    them (CostModel::FormulaTime for compute, TpRingTime for TP collectives, the update's
+//    memory-bound time for OPTIMIZER_STEP), with the base's hardware figures;
+//  * step_overhead_s: the step's end beyond what the plan already prices there (the optimizer's
+//    update, the program's DP collectives): the executor's own reductions outside the plan, the
+//    loss all-reduce, the trace gather. A rank's step end is the time from its last op of the
+//    passes to its first op of the next step (one rank's clock: ranks' trace origins differ by a
+//    barrier's skew); the rank that waits least there (the last to finish its passes) is the one
+//    on the critical path. Mean over plans, at least 0.
+// Pure functions of their inputs; thread-safe.
+#pragma once
+
+#include <vector>
+
+#include "base/status.h"
+#include "planner/plan.pb.h"
+#include "topology/cluster.pb.h"
+#include "traces/trace.pb.h"
+
+namespace megascale {
+
+// One plan's measurements. The plan is built with the base calibration (its cluster carries it).
+struct PlanSample {
+  Plan plan;
+  std::vector<TraceEvent> events;   // every rank's ops, several consecutive steps
+};
+
+struct KindFit {
+  OpKind kind = EMBEDDING;
+  int ops = 0;
+  double measured_s = 0;  // summed over the ops
+  double formula_s = 0;   // the cost model's time for the same ops, before op_scale
+};
+
+struct CalibrationFit {
+  DeviceCalibration calibration;  // base + op_scale + step_overhead_s
+  std::vector<KindFit> kinds;     // by OpKind value
+  double step_end_measured_s = 0;  // mean over plans of the critical rank's step end
+  double step_end_priced_s = 0;    // what the plan prices at the step's end (scaled update + DP ops)
+  int plans_with_step_end = 0;     // plans timed over 2 steps or more
+};
+
+// REQUIRES: samples non-empty; each plan's cluster carries `base` as its calibration.
+// InvalidInput when a kind the plans price has no formula time (nothing to scale).
+Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::vector<PlanSample>& samples);
+
+}  // namespace megascale

@@ -1,0 +1,207 @@
+// A measured device (cluster.calibration, `megascale calibrate`): how a scenario takes it in, how
+// the cost model uses it, and that FitCalibration recovers figures it is given.
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+
+#include "planner/calibration_fit.h"
+#include "planner/cost_model.h"
+#include "planner/layout.h"
+#include "planner/plan_builder.h"
+#include "planner/scenario_io.h"
+#include "planner/validate.h"
+
+namespace megascale {
+namespace {
+
+DeviceCalibration Measured() {
+  DeviceCalibration d;
+  d.set_device("cpu");
+  d.set_peak_tflops(0.02);
+  d.set_hbm_gbytes_per_s(10);
+  d.set_hbm_gb(3);
+  d.set_link_gbytes_per_s(4);
+  d.set_link_latency_us(5);
+  return d;
+}
+
+// The shipped tiny scenario's shape as a CPU scenario (ZeRO-1, SP, TP 2 x PP 2 x DP 2).
+const char* kCpuScenario = R"(
+name: "cpu-tiny"
+cluster { gpu: "CPU" num_gpus: 8 gpus_per_node: 8 fabric: NONBLOCKING }
+model { layers: 2 hidden: 64 heads: 4 seq_len: 32 vocab: 256 }
+training { global_batch: 8 micro_batch: 1 optimizer: ADAM steps: 3 }
+layout { tp: 2 pp: 2 dp: 2 schedule: ONE_F_ONE_B sequence_parallel: true zero_stage: 1 }
+)";
+
+Scenario CpuScenario(const DeviceCalibration* calibration) {
+  Result<Scenario> s = ParseScenario(kCpuScenario, "<test>");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  if (calibration != nullptr) *s->mutable_cluster()->mutable_calibration() = *calibration;
+  return *s;
+}
+
+TEST(DeviceCalibration, CpuWithoutACalibrationIsRefusedNamingTheField) {
+  Result<Scenario> r = ResolveScenario(CpuScenario(nullptr));
+  ASSERT_FALSE(r.ok());
+  const FieldError* f = r.status().field_error();
+  ASSERT_NE(f, nullptr) << r.status().message();
+  EXPECT_EQ(f->field, "cluster.calibration_file");
+  EXPECT_NE(f->rule.find("megascale calibrate"), std::string::npos) << f->rule;
+}
+
+TEST(DeviceCalibration, EachBadFigureIsNamed) {
+  DeviceCalibration zero_peak = Measured();
+  zero_peak.set_peak_tflops(0);
+  Result<Scenario> r = ResolveScenario(CpuScenario(&zero_peak));
+  ASSERT_FALSE(r.ok());
+  ASSERT_NE(r.status().field_error(), nullptr);
+  EXPECT_EQ(r.status().field_error()->field, "cluster.calibration.peak_tflops");
+
+  DeviceCalibration bad_kind = Measured();
+  OpTimeScale* s = bad_kind.add_op_scale();
+  s->set_kind("GEMMM");
+  s->set_factor(2);
+  r = ResolveScenario(CpuScenario(&bad_kind));
+  ASSERT_FALSE(r.ok());
+  ASSERT_NE(r.status().field_error(), nullptr);
+  EXPECT_EQ(r.status().field_error()->field, "cluster.calibration.op_scale[0].kind");
+  EXPECT_EQ(r.status().field_error()->value, "\"GEMMM\"");
+}
+
+TEST(DeviceCalibration, ItsFiguresBecomeTheClustersAndItsScalesMultiplyTheFormula) {
+  DeviceCalibration d = Measured();
+  OpTimeScale* s = d.add_op_scale();
+  s->set_kind("GELU");
+  s->set_factor(7.5);
+  Result<Scenario> r = ResolveScenario(CpuScenario(&d));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ClusterSpec& c = r->cluster();
+  EXPECT_DOUBLE_EQ(c.peak_tflops(), 0.02);
+  EXPECT_DOUBLE_EQ(c.hbm_gbytes_per_s(), 10);
+  EXPECT_DOUBLE_EQ(c.hbm_gb(), 3);
+  EXPECT_DOUBLE_EQ(c.nvlink_gbytes_per_s(), 4);
+  EXPECT_DOUBLE_EQ(c.nvlink_latency_us(), 5);
+
+  const CostModel cost(c);
+  const OpShape shape = OpShapeOf(r->model(), r->layout(), 1);
+  EXPECT_DOUBLE_EQ(cost.OpTime(GELU, FORWARD, shape), 7.5 * cost.FormulaTime(GELU, FORWARD, shape));
+  EXPECT_DOUBLE_EQ(cost.OpTime(LAYERNORM, FORWARD, shape), cost.FormulaTime(LAYERNORM, FORWARD, shape));
+  // sms 0 (a CPU): a GEMM is its FLOPs at the measured rate, with no tile or wave quantization
+  // (the GPU model would charge this 32-row GEMM a whole 256 x 128 tile).
+  const double flops = 2.0 * 32 * 96 * 64;
+  EXPECT_DOUBLE_EQ(cost.GemmTime(32, 96, 64), flops / 0.02e12);
+}
+
+TEST(DeviceCalibration, AScenarioReadsItsCalibrationFileFromItsOwnFolder) {
+  const std::string dir = ::testing::TempDir() + "/device_calibration_test";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(Measured(), &text);
+  std::ofstream(dir + "/cpu.calib") << text;
+  std::string scenario = kCpuScenario;
+  scenario.replace(scenario.find("fabric: NONBLOCKING"), 19, "fabric: NONBLOCKING calibration_file: \"cpu.calib\"");
+  std::ofstream(dir + "/s.textproto") << scenario;
+  Result<Scenario> loaded = LoadScenario(dir + "/s.textproto");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_TRUE(loaded->cluster().has_calibration());
+  EXPECT_DOUBLE_EQ(loaded->cluster().calibration().peak_tflops(), 0.02);
+
+  std::remove((dir + "/cpu.calib").c_str());
+  Result<Scenario> missing = LoadScenario(dir + "/s.textproto");
+  ASSERT_FALSE(missing.ok());
+  ASSERT_NE(missing.status().field_error(), nullptr);
+  EXPECT_EQ(missing.status().field_error()->field, "cluster.calibration_file");
+  EXPECT_NE(missing.status().field_error()->value.find("cpu.calib"), std::string::npos);
+  std::remove((dir + "/s.textproto").c_str());
+  std::remove(dir.c_str());
+}
+
+// Events as a run would give them if every op took `scale[kind]` x the formula's time, two steps
+// per rank in program order, and a step end of `tail` s on every rank: the fit must give back the
+// scales and the overhead beyond what the plan prices.
+TEST(DeviceCalibration, TheFitRecoversTheScalesAndTheStepOverheadItIsGiven) {
+  const DeviceCalibration base = Measured();
+  Result<Scenario> resolved = ResolveScenario(CpuScenario(&base));
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  Result<Plan> plan = BuildPlan(*resolved);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const CostModel cost(plan->cluster());
+  const OpShape shape = OpShapeOf(plan->model(), plan->layout(), 1);
+  const std::map<OpKind, double> scale = {{QKV_GEMM, 0.8}, {GELU, 30}, {LAYERNORM, 4},
+                                          {TP_ALL_GATHER, 25}, {TP_REDUCE_SCATTER, 20}, {OPTIMIZER_STEP, 2}};
+  auto scale_of = [&](OpKind k) { return scale.count(k) ? scale.at(k) : 1.0; };
+  const double tail = 2e-3;
+
+  PlanSample sample;
+  sample.plan = *plan;
+  const RankLayout ranks(plan->layout());
+  double priced_update = 0, priced_dp = 0;
+  for (int rank = 0; rank < plan->world_size(); ++rank) {
+    const StageProgram& program = plan->stages(ranks.CoordsOf(rank).pp);
+    int64_t t = 0;
+    for (int step = 0; step < 2; ++step) {
+      for (const Op& op : program.ops()) {
+        double seconds = 0;
+        if (op.kind() <= CROSS_ENTROPY) {
+          seconds = scale_of(op.kind()) * cost.FormulaTime(op.kind(), op.phase(), shape);
+        } else if ((op.kind() == TP_ALL_GATHER || op.kind() == TP_REDUCE_SCATTER) && op.microbatch() >= 0) {
+          seconds = scale_of(op.kind()) * cost.TpRingTime(op.kind(), 2, TpActivationBytes(shape));
+        } else if (op.kind() == OPTIMIZER_STEP) {
+          continue;  // the step's end, below
+        } else {
+          continue;  // PP and DP ops: not scaled
+        }
+        TraceEvent e;
+        e.set_rank(rank);
+        e.set_step(step);
+        e.set_kind(op.kind());
+        e.set_phase(op.phase());
+        e.set_stage(program.stage());
+        e.set_microbatch(op.microbatch());
+        e.set_start_ns(t);
+        t += static_cast<int64_t>(seconds * 1e9);
+        e.set_end_ns(t);
+        sample.events.push_back(e);
+      }
+      // The step's end: the update (its own event) inside `tail` s of wall time.
+      for (const Op& op : program.ops()) {
+        if (op.kind() != OPTIMIZER_STEP) continue;
+        TraceEvent e;
+        e.set_rank(rank);
+        e.set_step(step);
+        e.set_kind(OPTIMIZER_STEP);
+        e.set_phase(OPTIMIZER);
+        e.set_stage(program.stage());
+        e.set_start_ns(t + 1000);
+        e.set_end_ns(t + 1000 + static_cast<int64_t>(2 * cost.MemoryBoundTime(op.mem_bytes()) * 1e9));
+        sample.events.push_back(e);
+        if (rank == 0) priced_update = 2 * cost.MemoryBoundTime(op.mem_bytes());
+      }
+      t += static_cast<int64_t>(tail * 1e9);
+    }
+    if (rank == 0) {
+      for (const Op& op : program.ops()) {
+        if (op.kind() == DP_REDUCE_SCATTER || op.kind() == DP_ALL_GATHER) priced_dp += op.duration_s();
+      }
+    }
+  }
+  Result<CalibrationFit> fit = FitCalibration(base, {sample});
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  const GpuCalibration got = FromDeviceCalibration(fit->calibration);
+  for (const auto& [kind, want] : scale) EXPECT_NEAR(got.OpScale(kind), want, want * 1e-3) << OpKind_Name(kind);
+  EXPECT_NEAR(got.OpScale(ATTENTION), 1.0, 1e-3);
+  EXPECT_DOUBLE_EQ(fit->calibration.peak_tflops(), base.peak_tflops());
+  // Every rank of this plan has the same tail; stage 0's program prices the same update and DP
+  // ops as stage 1's here, so the overhead is the tail less rank 0's priced work.
+  EXPECT_NEAR(fit->step_end_measured_s, tail, 1e-6);
+  EXPECT_NEAR(fit->calibration.step_overhead_s(), tail - priced_update - priced_dp, 2e-5);
+  EXPECT_GT(fit->calibration.step_overhead_s(), 0);
+}
+
+}  // namespace
+}  // namespace megascale
