@@ -88,10 +88,12 @@ void PrintFit(const exec::DeviceRates& r, const CalibrationFit& fit, int ranks) 
   std::printf("device        %s, %d ranks: GEMM %.3g GFLOP/s, copy %.3g GB/s, link %.3g us + %.3g GB/s per rank\n",
               fit.calibration.device().c_str(), ranks, r.gemm_flops_per_s / 1e9, r.stream_bytes_per_s / 1e9,
               r.link_latency_s * 1e6, r.link_bytes_per_s / 1e9);
-  std::printf("%-20s %7s %14s %14s %10s\n", "kind", "ops", "measured (s)", "formula (s)", "op_scale");
+  std::printf("%-20s %5s %7s %14s %14s %10s\n", "kind", "group", "ops", "measured (s)", "formula (s)",
+              "op_scale");
   for (const KindFit& k : fit.kinds) {
-    std::printf("%-20s %7d %14.6g %14.6g %10.4g\n", OpKind_Name(k.kind).c_str(), k.ops, k.measured_s / k.ops,
-                k.formula_s / k.ops, k.measured_s / k.formula_s);
+    const std::string group = k.group_size > 0 ? std::to_string(k.group_size) : "any";
+    std::printf("%-20s %5s %7d %14.6g %14.6g %10.4g\n", OpKind_Name(k.kind).c_str(), group.c_str(), k.ops,
+                k.measured_s / k.ops, k.formula_s / k.ops, k.measured_s / k.formula_s);
   }
   std::printf("step end      measured %.4g s, priced by the plan %.4g s -> step_overhead_s %.4g\n",
               fit.step_end_measured_s, fit.step_end_priced_s, fit.calibration.step_overhead_s());

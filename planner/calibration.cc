@@ -86,11 +86,19 @@ GpuCalibration FromDeviceCalibration(const DeviceCalibration& d) {
   for (const OpTimeScale& s : d.op_scale()) {
     OpKind kind;
     if (!OpKind_Parse(s.kind(), &kind)) continue;  // resolution rejects unknown names
-    const size_t i = static_cast<size_t>(kind);
-    if (c.op_scale.size() <= i) c.op_scale.resize(i + 1, 0);
-    c.op_scale[i] = s.factor();
+    c.op_scale.push_back({kind, s.group_size(), s.factor()});
   }
   return c;
+}
+
+double GpuCalibration::OpScale(OpKind kind, int group_size) const {
+  double any = 1;
+  for (const Scale& s : op_scale) {
+    if (s.kind != kind) continue;
+    if (s.group_size == group_size && group_size != 0) return s.factor;
+    if (s.group_size == 0) any = s.factor;
+  }
+  return any;
 }
 
 GpuCalibration CalibrationOf(const ClusterSpec& cluster) {

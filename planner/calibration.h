@@ -53,13 +53,17 @@ struct GpuCalibration {
   double data_loading_s = 0.05;
 
   // --- measured devices only (megascale calibrate) ---
-  // Measured over modelled time per OpKind (index: the enum's value); empty or 0 = 1. The stored
-  // GPU calibrations have none: their formulas were fitted on whole runs.
-  std::vector<double> op_scale;
-  double OpScale(OpKind kind) const {
-    const size_t i = static_cast<size_t>(kind);
-    return i < op_scale.size() && op_scale[i] > 0 ? op_scale[i] : 1.0;
-  }
+  // Measured over modelled time per op kind (and, for collectives, per group size); a kind
+  // without an entry scales by 1. The stored GPU calibrations have none: their formulas were
+  // fitted on whole runs.
+  struct Scale {
+    OpKind kind = EMBEDDING;
+    int group_size = 0;  // 0: any size
+    double factor = 1;
+  };
+  std::vector<Scale> op_scale;
+  // The entry of `kind` at `group_size`, else the kind's entry for any size, else 1.
+  double OpScale(OpKind kind, int group_size = 0) const;
 };
 
 // The calibration of a GPU type. GPU types without rows of their own use the calibration of their

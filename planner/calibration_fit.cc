@@ -36,7 +36,8 @@ double DpSeconds(const StageProgram& program) {
 }  // namespace
 
 Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::vector<PlanSample>& samples) {
-  std::map<OpKind, KindFit> kinds;
+  // Per kind over every size (group_size 0), and for collectives per group size too.
+  std::map<std::pair<OpKind, int>, KindFit> kinds;
   for (const PlanSample& sample : samples) {
     const Plan& plan = sample.plan;
     const CostModel cost(plan.cluster());
@@ -53,24 +54,30 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
       } else {
         continue;  // the optimizer's own reductions: part of the step's end
       }
-      KindFit& k = kinds[kind];
-      k.kind = kind;
-      ++k.ops;
-      k.measured_s += (e.end_ns() - e.start_ns()) * 1e-9;
-      k.formula_s += formula;
+      const double measured = (e.end_ns() - e.start_ns()) * 1e-9;
+      for (int size : {0, IsTpCollective(kind) ? shape.tp : -1}) {
+        if (size < 0) continue;
+        KindFit& k = kinds[{kind, size}];
+        k.kind = kind;
+        k.group_size = size;
+        ++k.ops;
+        k.measured_s += measured;
+        k.formula_s += formula;
+      }
     }
   }
   CalibrationFit fit;
   fit.calibration = base;
   fit.calibration.clear_op_scale();
-  for (const auto& [kind, k] : kinds) {
+  for (const auto& [key, k] : kinds) {
     if (!(k.formula_s > 0)) {
-      return Status::InvalidInput("calibrate: the cost model gives " + OpKind_Name(kind) +
+      return Status::InvalidInput("calibrate: the cost model gives " + OpKind_Name(k.kind) +
                                   " no time at these shapes, so its measured time has nothing to scale");
     }
     fit.kinds.push_back(k);
     OpTimeScale* s = fit.calibration.add_op_scale();
-    s->set_kind(OpKind_Name(kind));
+    s->set_kind(OpKind_Name(k.kind));
+    if (k.group_size > 0) s->set_group_size(k.group_size);
     s->set_factor(std::max(k.measured_s, 1e-12) / k.formula_s);
   }
   const GpuCalibration scaled = FromDeviceCalibration(fit.calibration);

@@ -2,7 +2,9 @@
 // exec/calibrate.h measured: the executor's own ops at the plans' shapes and the step's end.
 //  * op_scale: per op kind, the measured time of all its ops over the cost model's formula for
 //    them (CostModel::FormulaTime for compute, TpRingTime for TP collectives, the update's
-//    memory-bound time for OPTIMIZER_STEP), with the base's hardware figures;
+//    memory-bound time for OPTIMIZER_STEP), with the base's hardware figures; for TP collectives
+//    also per group size (on shared cores a TP group's wait for its peers depends on the layout
+//    around it, not only on the bytes: docs/calibrate.md);
 //  * step_overhead_s: the step's end beyond what the plan already prices there (the optimizer's
 //    update, the program's DP collectives): the executor's own reductions outside the plan, the
 //    loss all-reduce, the trace gather. A rank's step end is the time from its last op of the
@@ -29,6 +31,7 @@ struct PlanSample {
 
 struct KindFit {
   OpKind kind = EMBEDDING;
+  int group_size = 0;     // collectives: the size measured at; 0 = every size together
   int ops = 0;
   double measured_s = 0;  // summed over the ops
   double formula_s = 0;   // the cost model's time for the same ops, before op_scale

@@ -141,7 +141,7 @@ double CostModel::OptimizerStepTime(double params, bool data_pipeline_overlap) c
 }
 
 double CostModel::TpCollectiveTime(OpKind kind, int tp, double bytes) const {
-  return constants_.OpScale(kind) * TpRingTime(kind, tp, bytes);
+  return constants_.OpScale(kind, tp) * TpRingTime(kind, tp, bytes);
 }
 
 double CostModel::TpRingTime(OpKind kind, int tp, double bytes) const {

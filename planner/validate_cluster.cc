@@ -70,6 +70,7 @@ Status ResolveCalibration(DeviceCalibration* d) {
                    "must be an OpKind name of planner/plan.proto (QKV_GEMM, GELU, TP_ALL_GATHER, ...)");
     MS_CHECK_FIELD(s.factor() > 0 && s.factor() <= 1e6, field + ".factor", s.factor(),
                    "must be > 0 and at most 1e6");
+    MS_CHECK_RANGE(s.group_size(), 0, kMaxGpus, field + ".group_size", "0 = any size");
   }
   return Status::Ok();
 }
