@@ -27,13 +27,13 @@ class Cpu : public Device {
   void Add(float* d, const float* s, size_t n) override {
     for (size_t i = 0; i < n; ++i) d[i] += s[i];
   }
-  void EmbeddingForward(float* out, const int32_t* tok, const float* wte, const float* wpe, int B, int T,
-                        int C) override {
-    exec::EmbeddingForward(out, tok, wte, wpe, B, T, C);
+  void EmbeddingForward(float* out, const int32_t* tok, const float* wte, const float* wpe, int B, int T, int C,
+                        int v0, int vn) override {
+    exec::EmbeddingForward(out, tok, wte, wpe, B, T, C, v0, vn);
   }
-  void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tok, int B, int T,
-                         int C) override {
-    exec::EmbeddingBackward(dwte, dwpe, dout, tok, B, T, C);
+  void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tok, int B, int T, int C,
+                         int v0, int vn) override {
+    exec::EmbeddingBackward(dwte, dwpe, dout, tok, B, T, C, v0, vn);
   }
   void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                         const float* b, int N, int C) override {
@@ -72,9 +72,16 @@ class Cpu : public Device {
   float CrossEntropyForward(float* probs, const float* logits, const int32_t* t, int N, int V) override {
     return exec::CrossEntropyForward(probs, logits, t, N, V);
   }
-  void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* t, float dloss, int N,
-                            int V) override {
-    exec::CrossEntropyBackward(dlogits, probs, t, dloss, N, V);
+  void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* t, float dloss, int N, int V,
+                            int v0) override {
+    exec::CrossEntropyBackward(dlogits, probs, t, dloss, N, V, v0);
+  }
+  void CrossEntropyShardStats(float* stats, const float* logits, const int32_t* t, int N, int V, int v0) override {
+    exec::CrossEntropyShardStats(stats, logits, t, N, V, v0);
+  }
+  float CrossEntropyShardFinish(float* probs, const float* logits, const float* all, int shards, int N,
+                                int V) override {
+    return exec::CrossEntropyShardFinish(probs, logits, all, shards, N, V);
   }
   void Synchronize() override {}
   int64_t NowNs() override {

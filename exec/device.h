@@ -40,10 +40,11 @@ class Device {
   virtual void Add(float* dst, const float* src, size_t n) = 0;  // dst += src
 
   // Kernels (see each reference header for shapes).
+  // vocab_begin, vocab_rows: the rows of the table wte holds (exec/embedding.h); wpe may be null.
   virtual void EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
-                                int T, int C) = 0;
+                                int T, int C, int vocab_begin, int vocab_rows) = 0;
   virtual void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
-                                 int T, int C) = 0;
+                                 int T, int C, int vocab_begin, int vocab_rows) = 0;
   virtual void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                                 const float* b, int N, int C) = 0;
   virtual void LayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
@@ -63,8 +64,15 @@ class Device {
   // Returns the mean loss over the N rows (a host value: the device synchronizes to return it).
   virtual float CrossEntropyForward(float* probs, const float* logits, const int32_t* targets, int N,
                                     int V) = 0;
+  // vocab_begin: the first vocabulary row of the V logits (exec/cross_entropy.h).
   virtual void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* targets, float dloss,
-                                    int N, int V) = 0;
+                                    int N, int V, int vocab_begin) = 0;
+  // The vocabulary-parallel forward's two halves (exec/cross_entropy.h); the finish returns the
+  // mean loss as a host value.
+  virtual void CrossEntropyShardStats(float* stats, const float* logits, const int32_t* targets, int N, int V,
+                                      int vocab_begin) = 0;
+  virtual float CrossEntropyShardFinish(float* probs, const float* logits, const float* all_stats, int shards,
+                                        int N, int V) = 0;
 
   virtual void Synchronize() = 0;
   virtual int64_t NowNs() = 0;
@@ -89,13 +97,13 @@ class DeviceWrapper : public Device {
   void Copy(float* d, const float* s, size_t n) override { RunKernel([&] { inner_->Copy(d, s, n); }); }
   void Zero(float* p, size_t n) override { RunKernel([&] { inner_->Zero(p, n); }); }
   void Add(float* d, const float* s, size_t n) override { RunKernel([&] { inner_->Add(d, s, n); }); }
-  void EmbeddingForward(float* out, const int32_t* tok, const float* wte, const float* wpe, int B, int T,
-                        int C) override {
-    RunKernel([&] { inner_->EmbeddingForward(out, tok, wte, wpe, B, T, C); });
+  void EmbeddingForward(float* out, const int32_t* tok, const float* wte, const float* wpe, int B, int T, int C,
+                        int v0, int vn) override {
+    RunKernel([&] { inner_->EmbeddingForward(out, tok, wte, wpe, B, T, C, v0, vn); });
   }
-  void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tok, int B, int T,
-                         int C) override {
-    RunKernel([&] { inner_->EmbeddingBackward(dwte, dwpe, dout, tok, B, T, C); });
+  void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tok, int B, int T, int C,
+                         int v0, int vn) override {
+    RunKernel([&] { inner_->EmbeddingBackward(dwte, dwpe, dout, tok, B, T, C, v0, vn); });
   }
   void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                         const float* b, int N, int C) override {
@@ -140,9 +148,18 @@ class DeviceWrapper : public Device {
     RunKernel([&] { loss = inner_->CrossEntropyForward(probs, logits, t, N, V); });
     return loss;
   }
-  void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* t, float dloss, int N,
-                            int V) override {
-    RunKernel([&] { inner_->CrossEntropyBackward(dlogits, probs, t, dloss, N, V); });
+  void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* t, float dloss, int N, int V,
+                            int v0) override {
+    RunKernel([&] { inner_->CrossEntropyBackward(dlogits, probs, t, dloss, N, V, v0); });
+  }
+  void CrossEntropyShardStats(float* stats, const float* logits, const int32_t* t, int N, int V, int v0) override {
+    RunKernel([&] { inner_->CrossEntropyShardStats(stats, logits, t, N, V, v0); });
+  }
+  float CrossEntropyShardFinish(float* probs, const float* logits, const float* all, int shards, int N,
+                                int V) override {
+    float loss = 0;
+    RunKernel([&] { loss = inner_->CrossEntropyShardFinish(probs, logits, all, shards, N, V); });
+    return loss;
   }
   void Synchronize() override { inner_->Synchronize(); }
   int64_t NowNs() override { return inner_->NowNs(); }

@@ -66,7 +66,7 @@ Status DistributedOptimizer::ReduceReplicated(const Bucket& b, OpRecorder* rec) 
   std::vector<float> packed;
   for (size_t i : b.tensors) {
     const LocalTensor& t = tensors[i];
-    if (t.tp_replicated) packed.insert(packed.end(), grads + t.offset, grads + t.offset + t.size);
+    if (t.tp_partial_grad) packed.insert(packed.end(), grads + t.offset, grads + t.offset + t.size);
   }
   if (packed.empty()) return Status::Ok();  // every TP peer has the same buckets: all skip alike
   MS_RETURN_IF_ERROR(rec->Comm(TP_ALL_REDUCE, 4.0 * packed.size(),
@@ -74,7 +74,7 @@ Status DistributedOptimizer::ReduceReplicated(const Bucket& b, OpRecorder* rec) 
   size_t at = 0;
   for (size_t i : b.tensors) {
     const LocalTensor& t = tensors[i];
-    if (!t.tp_replicated) continue;
+    if (!t.tp_partial_grad) continue;
     std::copy(packed.begin() + at, packed.begin() + at + t.size, grads + t.offset);
     at += t.size;
   }

@@ -5,7 +5,7 @@ namespace exec {
 
 const std::vector<HandlerRow>& HandlerTable() {
   static const std::vector<HandlerRow> rows = {
-      {EMBEDDING, Handler::kModel, "tokens, wte, wpe (bwd: the input gradient)", "the chunk's input rows (bwd: wte, wpe grads)"},
+      {EMBEDDING, Handler::kModel, "tokens, this rank's wte rows, wpe (bwd: all N rows' input gradient)", "partial (N,C) lookups for g (bwd: wte rows', wpe grads)"},
       {LAYERNORM, Handler::kModel, "the residual stream rows", "normalized rows, mean, rstd (bwd: input, weight grads)"},
       {QKV_GEMM, Handler::kModel, "the gathered LayerNorm output, qkv_w/qkv_b shard", "q, k, v of this rank's heads"},
       {ATTENTION, Handler::kModel, "q, k, v (bwd: probabilities, recomputed under selective recompute)", "attention output, probabilities"},
@@ -14,8 +14,8 @@ const std::vector<HandlerRow>& HandlerTable() {
       {GELU, Handler::kModel, "pre-activation", "activation"},
       {FFN_DOWN_GEMM, Handler::kModel, "activation, fcproj_w shard", "partial (N,C) sums for the region's exit"},
       {RESIDUAL_ADD, Handler::kModel, "the region's summed output, its bias, the residual", "the next residual stream rows"},
-      {LM_HEAD, Handler::kModel, "final LayerNorm output, head weight", "logits of the rows held"},
-      {CROSS_ENTROPY, Handler::kModel, "logits, targets", "probabilities, the loss (bwd: logit grads)"},
+      {LM_HEAD, Handler::kModel, "final LayerNorm output of all N rows, head weight rows", "logits over this rank's vocabulary rows"},
+      {CROSS_ENTROPY, Handler::kModel, "logits, targets; fwd: every TP peer's max/sum/target (one all-gather)", "probabilities, the loss (bwd: logit grads)"},
       {OPTIMIZER_STEP, Handler::kOptimizerStep, "the reduced gradients of the held slice", "parameters, optimizer state"},
       {HOST_OP, Handler::kUnsupported, "", ""},
       {TP_ALL_GATHER, Handler::kModel, "this rank's rows (SP)", "all N rows, on every TP peer"},
@@ -32,8 +32,6 @@ const std::vector<HandlerRow>& HandlerTable() {
 }
 
 Handler HandlerOf(const Op& op) {
-  const bool tp = op.kind() == TP_ALL_GATHER || op.kind() == TP_REDUCE_SCATTER || op.kind() == TP_ALL_REDUCE;
-  if (tp && op.layer() < 0) return Handler::kNotRunVocabParallel;
   for (const HandlerRow& row : HandlerTable()) {
     if (row.kind == op.kind()) return row.handler;
   }
@@ -44,8 +42,6 @@ const char* HandlerName(Handler h) {
   switch (h) {
     case Handler::kModel:
       return "model (compute thread)";
-    case Handler::kNotRunVocabParallel:
-      return "not run (vocabulary-parallel embedding/head)";
     case Handler::kPpRecv:
       return "PP receive lane (posted, waited for by its unit)";
     case Handler::kPpSend:

@@ -18,10 +18,6 @@ enum class Handler {
   // op of the compute or TP lane and waits for its dependencies first. TP collectives are part of
   // the layer's dataflow, so they run here too (on the TP communicator).
   kModel,
-  // A TP collective of the embedding or the LM head (layer -1): the planner costs Megatron-LM's
-  // vocabulary-parallel embedding and head; the executor computes both on the rows it holds with
-  // the whole vocabulary, so these ops are not run (the interpreter marks them done and counts them).
-  kNotRunVocabParallel,
   kPpRecv,  // the PP receive lane: posted once its deps ended, into an inbox the unit waits for
   kPpSend,  // the PP send lane: issued once the unit's output exists (copied; no wait)
   // Gradient reductions and parameter gathers: exec/distributed_optimizer.h runs them in its own
@@ -41,7 +37,7 @@ struct HandlerRow {
 
 // One row per OpKind, in OpKind order.
 const std::vector<HandlerRow>& HandlerTable();
-// The handler of an op (the embedding's and head's TP collectives are kNotRunVocabParallel).
+// The handler of an op: its kind's row.
 Handler HandlerOf(const Op& op);
 const char* HandlerName(Handler h);
 

@@ -11,8 +11,7 @@ namespace exec {
 namespace {
 
 bool Runs(const Op& op) {
-  const Handler h = HandlerOf(op);
-  return h != Handler::kDistributedOptimizer && h != Handler::kNotRunVocabParallel;
+  return HandlerOf(op) != Handler::kDistributedOptimizer;
 }
 
 bool OptimizersOwn(const TraceEvent& e) {

@@ -2,7 +2,7 @@
 // (exec/program_interpreter.h) promises, as a check that tests and the MPI test driver share.
 // For every (rank, step) in the events:
 //  * every op of the rank's stage program that the executor runs (exec/op_handlers.h: all but
-//    the DP ops of kDistributedOptimizer and the embedding/head TP ops of kNotRunVocabParallel)
+//    the DP ops of kDistributedOptimizer)
 //    appears exactly once, under its id, with the program's kind, phase, micro-batch, chunk and
 //    layer, and starts no earlier than each of its dependencies that ran ended, nor than the op
 //    before it on its lane (the program leaves a lane's order implicit);

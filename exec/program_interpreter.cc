@@ -12,7 +12,7 @@ namespace exec {
 namespace {
 
 bool IsModelLane(Handler h) {
-  return h == Handler::kModel || h == Handler::kNotRunVocabParallel || h == Handler::kOptimizerStep;
+  return h == Handler::kModel || h == Handler::kOptimizerStep;
 }
 
 std::string Name(OpKind kind, Phase phase, int microbatch, int chunk, int layer) {
@@ -86,7 +86,6 @@ void StageInterpreter::BeginStep() {
     if (handler_[op.id()] == Handler::kDistributedOptimizer) done_[op.id()] = 1;
   }
   cursor_ = 0;
-  not_run_ = 0;
   next_recv_ = 0;
   next_send_ = 0;
   recv_lane_free_ns_ = 0;
@@ -98,24 +97,16 @@ void StageInterpreter::BeginStep() {
 
 Result<uint32_t> StageInterpreter::Enter(const OpUnit& unit, OpKind kind) {
   auto mine = [&] { return Name(kind, unit.phase, unit.microbatch, unit.chunk, unit.layer); };
-  while (true) {
-    if (cursor_ >= model_ops_.size()) {
-      return Status::Internal("the executor ran " + mine() + " after the last op of stage " +
-                              std::to_string(program_.stage()) + "'s program");
-    }
-    const Op& op = program_.ops(model_ops_[cursor_]);
-    if (op.kind() == kind && op.phase() == unit.phase && op.microbatch() == unit.microbatch &&
-        op.chunk() == unit.chunk && op.layer() == unit.layer) {
-      break;
-    }
-    if (handler_[op.id()] != Handler::kNotRunVocabParallel) {
-      return Status::Internal("the executor's next op is " + mine() + ", but stage " +
-                              std::to_string(program_.stage()) + "'s program has op " + std::to_string(op.id()) +
-                              " (" + Describe(op) + ")");
-    }
-    done_[op.id()] = 1;
-    ++not_run_;
-    ++cursor_;
+  if (cursor_ >= model_ops_.size()) {
+    return Status::Internal("the executor ran " + mine() + " after the last op of stage " +
+                            std::to_string(program_.stage()) + "'s program");
+  }
+  const Op& next = program_.ops(model_ops_[cursor_]);
+  if (next.kind() != kind || next.phase() != unit.phase || next.microbatch() != unit.microbatch ||
+      next.chunk() != unit.chunk || next.layer() != unit.layer) {
+    return Status::Internal("the executor's next op is " + mine() + ", but stage " +
+                            std::to_string(program_.stage()) + "'s program has op " + std::to_string(next.id()) +
+                            " (" + Describe(next) + ")");
   }
   const Op& op = program_.ops(model_ops_[cursor_++]);
   // The PP lanes move on as far as the ops that ended allow, then this op's deps complete.
@@ -277,10 +268,6 @@ Result<double> StageInterpreter::RunPasses(const std::vector<MicroBatchData>& da
 }
 
 Status StageInterpreter::EndStep() {
-  while (cursor_ < model_ops_.size() && handler_[model_ops_[cursor_]] == Handler::kNotRunVocabParallel) {
-    done_[model_ops_[cursor_++]] = 1;
-    ++not_run_;
-  }
   if (cursor_ < model_ops_.size()) {
     const Op& op = program_.ops(model_ops_[cursor_]);
     return Status::Internal("stage " + std::to_string(program_.stage()) + "'s op " + std::to_string(op.id()) + " (" +

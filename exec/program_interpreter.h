@@ -42,7 +42,7 @@ namespace exec {
 struct StepSetup {
   // dloss of each micro-batch's loss on this rank: its share of the step's mean loss.
   float loss_scale = 1.0f;
-  // This rank's micro-batch losses count toward the step's loss (one TP peer without SP).
+  // This rank's micro-batch losses count toward the step's loss (one TP peer: each has the whole loss).
   bool counts_loss = true;
   // Called on the compute thread right after the last backward of each chunk, in the order they
   // end; empty: not called. An error stops the step.
@@ -63,8 +63,6 @@ class StageInterpreter : public OpGate {
   Result<double> RunPasses(const std::vector<MicroBatchData>& data, const StepSetup& setup);
   // After the optimizer's step: an error if a planned op did not run.
   Status EndStep();
-  // Planned ops not run this step (Handler::kNotRunVocabParallel).
-  int not_run() const { return not_run_; }
 
   Result<uint32_t> Enter(const OpUnit& unit, OpKind kind) override;
   void Exit(uint32_t id) override;
@@ -102,7 +100,6 @@ class StageInterpreter : public OpGate {
   std::vector<uint32_t> model_ops_, recvs_, sends_;  // program order
   std::vector<Unit> units_;
   size_t cursor_ = 0;  // into model_ops_
-  int not_run_ = 0;
   size_t next_recv_ = 0, next_send_ = 0;  // into recvs_, sends_: the first not posted/issued
   int64_t recv_lane_free_ns_ = 0;         // when the last receive to arrive was waited for
   std::vector<char> done_;                   // by op id, this step

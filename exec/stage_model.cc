@@ -28,7 +28,9 @@ ShardSpec ShardSpecOf(const GptConfig& c, const StageSetup& s) {
 struct StageModel::Acts {
   DeviceBuffer input;  // (rows,C): the chunk's input (the embedding slice on v = 0)
   std::vector<TpBlockActs> blocks;
-  DeviceBuffer lnf, lnf_mean, lnf_rstd, probs;  // last virtual stage
+  // Last virtual stage: the final LayerNorm of the rows held, gathered to all N rows with SP (the
+  // head reads all N), and the probabilities over this rank's vocabulary rows (N, vocab rows).
+  DeviceBuffer lnf, lnf_mean, lnf_rstd, lnf_full, probs;
   DeviceBuffer dinput;                          // (rows,C) after Backward
 };
 
@@ -40,6 +42,7 @@ StageModel::StageModel(const GptConfig& config, const StageSetup& setup, Device*
       local_(BuildStageParams(config, full_, ShardSpecOf(config, setup))),
       dims_(MakeTpDims(config, setup.micro_batch, config.seq_len, setup.tp_rank, setup.tp,
                        setup.sequence_parallel)),
+      vocab_(VocabShardOf(config.vocab, setup.tp_rank, setup.tp)),
       params_(device, local_.total),
       grads_(device, local_.total) {
   dims_.recompute = setup.recompute;
@@ -101,17 +104,21 @@ BlockGrads StageModel::GradsOf(int layer) const {
 Status StageModel::Forward(const TpContext& ctx, int chunk, int mb, const MicroBatchData& data,
                            const float* input, float* loss) {
   const TpDims& d = dims_;
-  const int C = d.C, V = config_.vocab;
+  const int C = d.C, Vs = vocab_.rows;
   const int per = config_.layers / virtual_stages(), first_layer = virtual_stage(chunk) * per;
   OpRecorder* rec = ctx.recorder;
+  TpRegions regions(ctx, d);
   auto acts = std::make_unique<Acts>();
   acts->input = DeviceBuffer(device_, Sz(d.rows, C));
   if (is_first(chunk)) {
+    // Vocabulary-parallel lookup of all N rows: this rank's table rows, positions added by TP
+    // rank 0 only so that the sum counts them once; the sum leaves through g (SP: this rank's rows).
+    DeviceBuffer partial(device_, Sz(d.N, C));
     rec->Compute(EMBEDDING, [&] {
-      DeviceBuffer full(device_, Sz(d.N, C));
-      device_->EmbeddingForward(full.data(), data.tokens, P("wte"), P("wpe"), d.B, d.T, C);
-      device_->Copy(acts->input.data(), full.data() + Sz(d.row0, C), Sz(d.rows, C));
+      device_->EmbeddingForward(partial.data(), data.tokens, P("wte"), setup_.tp_rank == 0 ? P("wpe") : nullptr,
+                                d.B, d.T, C, vocab_.begin, Vs);
     });
+    MS_RETURN_IF_ERROR(regions.ExitForward(partial.data(), acts->input.data()));
   } else {
     device_->Copy(acts->input.data(), input, Sz(d.rows, C));
   }
@@ -130,19 +137,31 @@ Status StageModel::Forward(const TpContext& ctx, int chunk, int mb, const MicroB
     acts->lnf = DeviceBuffer(device_, Sz(d.rows, C));
     acts->lnf_mean = DeviceBuffer(device_, d.rows);
     acts->lnf_rstd = DeviceBuffer(device_, d.rows);
-    acts->probs = DeviceBuffer(device_, Sz(d.rows, V));
-    DeviceBuffer logits(device_, Sz(d.rows, V));
+    acts->lnf_full = DeviceBuffer(device_, d.split() ? Sz(d.N, C) : 0);
+    acts->probs = DeviceBuffer(device_, Sz(d.N, Vs));
+    DeviceBuffer logits(device_, Sz(d.N, Vs));
     rec->Compute(LAYERNORM, [&] {
       device_->LayerNormForward(acts->lnf.data(), acts->lnf_mean.data(), acts->lnf_rstd.data(), x, P("lnf_w"),
                                 P("lnf_b"), d.rows, C);
     });
-    rec->Compute(LM_HEAD, [&] {
-      device_->LinearForward(logits.data(), acts->lnf.data(), P(head_name()), nullptr, d.rows, C, V);
-    });
+    MS_ASSIGN_OR_RETURN(const float* y, regions.EnterForward(acts->lnf.data(), acts->lnf_full.data()));
+    rec->Compute(LM_HEAD, [&] { device_->LinearForward(logits.data(), y, P(head_name()), nullptr, d.N, C, Vs); });
+    Status gathered;
     rec->Compute(CROSS_ENTROPY, [&] {
-      *loss =
-          device_->CrossEntropyForward(acts->probs.data(), logits.data(), data.targets + d.row0, d.rows, V);
+      if (setup_.tp == 1) {
+        *loss = device_->CrossEntropyForward(acts->probs.data(), logits.data(), data.targets, d.N, Vs);
+        return;
+      }
+      // Vocabulary-parallel: 3 floats a token from every TP peer (one all-gather inside the op:
+      // the plan counts it with the op, as Megatron-LM's fused vocab-parallel cross-entropy).
+      DeviceBuffer stats(device_, Sz(d.N, 3)), all(device_, Sz(d.N, 3) * setup_.tp);
+      device_->CrossEntropyShardStats(stats.data(), logits.data(), data.targets, d.N, Vs, vocab_.begin);
+      device_->Synchronize();
+      gathered = ctx.tp->AllGather(stats.data(), all.data(), Sz(d.N, 3));
+      if (!gathered.ok()) return;
+      *loss = device_->CrossEntropyShardFinish(acts->probs.data(), logits.data(), all.data(), setup_.tp, d.N, Vs);
     });
+    MS_RETURN_IF_ERROR(gathered);
   }
   acts_[{chunk, mb}] = std::move(acts);
   return Status::Ok();
@@ -156,21 +175,24 @@ const float* StageModel::Output(int chunk, int mb) const {
 Status StageModel::Backward(const TpContext& ctx, int chunk, int mb, const MicroBatchData& data,
                             const float* dout, float dloss) {
   const TpDims& d = dims_;
-  const int C = d.C, V = config_.vocab;
+  const int C = d.C, Vs = vocab_.rows;
   const int per = config_.layers / virtual_stages(), first_layer = virtual_stage(chunk) * per;
   OpRecorder* rec = ctx.recorder;
+  TpRegions regions(ctx, d);
   Acts& a = *acts_.at({chunk, mb});
   DeviceBuffer dcur(device_, Sz(d.rows, C)), dprev(device_, Sz(d.rows, C));
   if (is_last(chunk)) {
     const float* last = a.blocks.empty() ? a.input.data() : a.blocks.back().out.data();
-    DeviceBuffer dlogits(device_, Sz(d.rows, V)), dlnf(device_, Sz(d.rows, C));
+    const float* y = d.split() ? a.lnf_full.data() : a.lnf.data();
+    DeviceBuffer dlogits(device_, Sz(d.N, Vs)), dy(device_, Sz(d.N, C)), dlnf(device_, Sz(d.rows, C));
     rec->Compute(CROSS_ENTROPY, [&] {
-      device_->CrossEntropyBackward(dlogits.data(), a.probs.data(), data.targets + d.row0, dloss, d.rows, V);
+      device_->CrossEntropyBackward(dlogits.data(), a.probs.data(), data.targets, dloss, d.N, Vs, vocab_.begin);
     });
     rec->Compute(LM_HEAD, [&] {
-      device_->LinearBackward(dlnf.data(), G(head_name()), nullptr, dlogits.data(), a.lnf.data(),
-                              P(head_name()), d.rows, C, V);
+      device_->LinearBackward(dy.data(), G(head_name()), nullptr, dlogits.data(), y, P(head_name()), d.N, C, Vs);
     });
+    // The head's input gradient is a partial sum over the vocabulary shards: f's backward.
+    MS_RETURN_IF_ERROR(regions.EnterBackward(dy.data(), dlnf.data()));
     rec->Compute(LAYERNORM, [&] {
       device_->LayerNormBackward(dcur.data(), G("lnf_w"), G("lnf_b"), dlnf.data(), last, P("lnf_w"),
                                  a.lnf_mean.data(), a.lnf_rstd.data(), d.rows, C);
@@ -197,10 +219,12 @@ Status StageModel::Backward(const TpContext& ctx, int chunk, int mb, const Micro
   }
   rec->SetLayer(-1);
   if (is_first(chunk)) {
+    // g's backward gives every rank all N rows' gradient: this rank's table rows and the whole of
+    // wpe's gradient (complete on every TP peer, so not among the SP-partial ones).
+    DeviceBuffer full(device_, d.split() ? Sz(d.N, C) : 0);
+    MS_ASSIGN_OR_RETURN(const float* dfull, regions.ExitBackward(dcur.data(), full.data()));
     rec->Compute(EMBEDDING, [&] {
-      DeviceBuffer full(device_, Sz(d.N, C));
-      device_->Copy(full.data() + Sz(d.row0, C), dcur.data(), Sz(d.rows, C));
-      device_->EmbeddingBackward(G("wte"), G("wpe"), full.data(), data.tokens, d.B, d.T, C);
+      device_->EmbeddingBackward(G("wte"), G("wpe"), dfull, data.tokens, d.B, d.T, C, vocab_.begin, vocab_.rows);
     });
   }
   a.dinput = std::move(dcur);

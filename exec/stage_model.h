@@ -5,8 +5,12 @@
 // 1F1B) and holds layers [v L/V, (v+1) L/V) of V = pp x vp virtual stages. Virtual stage 0 begins
 // with the embedding, virtual stage V-1 ends with the final LayerNorm, LM head and cross-entropy.
 // Between chunks the residual stream travels as (rows, C): this rank's rows (exec/tp_block.h).
-// The embedding and the head run on the rows a rank holds (with SP, on its slice; the embedding
-// is computed for all N rows and sliced, which needs no communication).
+// The embedding and the head are vocabulary-parallel (Megatron-LM's): a TP rank holds the rows
+// VocabShardOf(V) of wte (and of an untied head), looks up all N tokens in them and leaves through
+// the region's g (SP: reduce-scatter to its rows; else all-reduce); the head enters through f (SP:
+// all-gather), computes the logits of all N tokens over its vocabulary rows and the
+// vocabulary-parallel cross-entropy (exec/cross_entropy.h), whose loss is the mean over all N
+// tokens on every TP peer. These TP collectives are the plan's (planner/layer_ops.cc).
 // Parameters and gradients live in two flat device arrays laid out by StageParams.
 // Activations of a (chunk, micro-batch) are kept from its forward until Release() (with full
 // recompute, only each layer's output).
@@ -70,13 +74,13 @@ class StageModel {
   int GradChunk(const LocalTensor& t) const;
 
   // input: the previous virtual stage's output (rows,C), ignored on virtual stage 0. On the last
-  // virtual stage, *loss receives the mean cross-entropy of this rank's rows.
+  // virtual stage, *loss receives the mean cross-entropy of the micro-batch's N tokens.
   Status Forward(const TpContext& ctx, int chunk, int microbatch, const MicroBatchData& data,
                  const float* input, float* loss);
   // This chunk's output (rows,C), valid until Release.
   const float* Output(int chunk, int microbatch) const;
   // dout: the next virtual stage's input gradient (rows,C), ignored on the last virtual stage,
-  // where dloss scales the mean loss of this rank's rows. Accumulates into grads().
+  // where dloss scales the mean loss of the N tokens. Accumulates into grads().
   Status Backward(const TpContext& ctx, int chunk, int microbatch, const MicroBatchData& data,
                   const float* dout, float dloss);
   // The input gradient (rows,C) of the last Backward of (chunk, microbatch), valid until Release.
@@ -97,6 +101,7 @@ class StageModel {
   ParamLayout full_;
   StageParams local_;
   TpDims dims_;
+  VocabShard vocab_;
   DeviceBuffer params_, grads_;
   std::map<std::pair<int, int>, std::unique_ptr<Acts>> acts_;
 };

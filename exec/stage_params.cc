@@ -11,17 +11,20 @@ class Builder {
   Builder(const ParamLayout& full, const ShardSpec& spec, StageParams* out)
       : full_(full), spec_(spec), out_(out) {}
 
-  // The whole tensor, on every TP peer.
-  void Replicated(const std::string& name, bool counted = true) {
+  // The whole tensor, on every TP peer; partial_grad: see LocalTensor::tp_partial_grad.
+  void Replicated(const std::string& name, bool partial_grad = true) {
     LocalTensor& t = Start(name);
     t.tp_replicated = true;
-    t.counted = counted && spec_.tp_rank == 0;
+    t.tp_partial_grad = partial_grad;
+    t.counted = spec_.tp_rank == 0;
     t.pieces.push_back({0, 0, t.size});
     Finish(&t);
   }
   // Rows [row, row + rows) of each (row, rows) range, concatenated; width = elements per row.
-  void Rows(const std::string& name, const std::vector<std::pair<size_t, size_t>>& ranges, size_t width) {
+  void Rows(const std::string& name, const std::vector<std::pair<size_t, size_t>>& ranges, size_t width,
+            bool counted = true) {
     LocalTensor& t = Start(name);
+    t.counted = counted;
     t.size = 0;
     for (const auto& r : ranges) {
       t.pieces.push_back({r.first * width, t.size, r.second * width});
@@ -58,6 +61,12 @@ class Builder {
 
 }  // namespace
 
+VocabShard VocabShardOf(int vocab, int tp_rank, int tp) {
+  const int64_t v = vocab;
+  const int begin = static_cast<int>(v * tp_rank / tp);
+  return {begin, static_cast<int>(v * (tp_rank + 1) / tp) - begin};
+}
+
 const LocalTensor* StageParams::Lookup(const std::string& name) const {
   for (const LocalTensor& t : tensors) {
     if (t.name == name) return &t;
@@ -78,9 +87,11 @@ StageParams BuildStageParams(const GptConfig& c, const ParamLayout& full, const 
   const size_t C = c.channels, hd = c.head_dim, r = s.tp_rank;
   const size_t qh = c.heads / s.tp, kh = c.kv_heads / s.tp, F = c.ffn / s.tp;
   const size_t A = static_cast<size_t>(c.heads) * hd;
+  const VocabShard vocab = VocabShardOf(c.vocab, s.tp_rank, s.tp);
+  const std::vector<std::pair<size_t, size_t>> vocab_rows = {{vocab.begin, vocab.rows}};
   if (s.embedding) {
-    b.Replicated("wte");
-    b.Replicated("wpe");
+    b.Rows("wte", vocab_rows, C);
+    b.Replicated("wpe", /*partial_grad=*/false);
   }
   for (int l : s.layers) {
     const std::string p = "h" + std::to_string(l) + ".";
@@ -108,10 +119,10 @@ StageParams BuildStageParams(const GptConfig& c, const ParamLayout& full, const 
     b.Replicated("lnf_w");
     b.Replicated("lnf_b");
     if (!c.tied_lm_head) {
-      b.Replicated("lm_head_w");
+      b.Rows("lm_head_w", vocab_rows, C);
     } else if (!s.embedding) {
       // The head's copy of the tied wte: the first stage's copy is the one norms count.
-      b.Replicated("wte", /*counted=*/false);
+      b.Rows("wte", vocab_rows, C, /*counted=*/false);
     }
   }
   return out;

@@ -5,8 +5,10 @@
 //  * column split (output features): qkv_w/qkv_b (this rank's query heads and KV heads, laid out
 //    [Q | K | V] as the unsplit tensor is), fc_w/fc_b;
 //  * row split (input features): attproj_w, fcproj_w (a column slice of each row);
+//  * vocabulary split (Megatron-LM's vocabulary-parallel embedding and head): wte and lm_head_w,
+//    rows VocabShardOf(V, tp_rank, tp) of the (V, C) table;
 //  * replicated on every TP peer: LayerNorms, the biases of the row-split linears (added once,
-//    after the TP sum), wte, wpe, lnf, lm_head_w.
+//    after the TP sum), wpe, lnf.
 // The first virtual stage holds wte and wpe; the last holds lnf and the LM head, whose tied weight
 // is a second copy of wte when they are on different stages (kept equal by all-reducing its
 // gradient between them, as Megatron-LM does).
@@ -40,6 +42,10 @@ struct LocalTensor {
   size_t size = 0;
   bool weight_decay = false;
   bool tp_replicated = false;
+  // With SP, a replicated tensor whose gradient each TP peer computes from its own token rows
+  // only: a partial sum over the TP group, all-reduced once per step (LayerNorms, row-split
+  // biases). wpe's is complete on every peer (its backward reads all N rows' gradient).
+  bool tp_partial_grad = false;
   // This copy's elements count in global norms (clipping, LAMB): one copy of every element across
   // the TP group and the tied pair. (DP replicas are the optimizer's business.)
   bool counted = true;
@@ -53,6 +59,14 @@ struct ShardSpec {
   bool embedding = false;   // holds the first virtual stage: wte, wpe
   bool head = false;        // holds the last virtual stage: lnf, LM head
 };
+
+// The vocabulary rows [begin, begin + rows) of TP rank `tp_rank` of `tp`: V split as evenly as
+// integers allow (the first V % tp ranks get none extra: rows = (r+1)V/tp - rV/tp).
+struct VocabShard {
+  int begin = 0;
+  int rows = 0;
+};
+VocabShard VocabShardOf(int vocab, int tp_rank, int tp);
 
 struct StageParams {
   std::vector<LocalTensor> tensors;

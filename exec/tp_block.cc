@@ -17,51 +17,33 @@ AttentionShape ShapeOf(const TpDims& d) {
   return s;
 }
 
-// The TP collectives around a region. Payload bytes in traces: the full (N,C) fp32 buffer, as
-// the plan's comm_bytes counts the full buffer.
-class Regions {
- public:
-  Regions(const TpContext& ctx, const TpDims& d) : ctx_(ctx), d_(d) {}
-  double bytes() const { return 4.0 * Sz(d_.N, d_.C); }
-
-  // f forward: the N rows a region reads. SP gathers them into `full`; otherwise they are `held`.
-  Result<const float*> EnterForward(const float* held, float* full) {
-    if (!d_.split()) return held;
-    MS_RETURN_IF_ERROR(ctx_.recorder->Comm(
-        TP_ALL_GATHER, bytes(), [&] { return ctx_.tp->AllGather(held, full, Sz(d_.rows, d_.C)); }));
-    return static_cast<const float*>(full);
-  }
-  // f backward: partial (N,C) input gradients summed over the group into `held` (rows,C).
-  Status EnterBackward(float* partial, float* held) {
-    if (d_.split()) {
-      return ctx_.recorder->Comm(TP_REDUCE_SCATTER, bytes(),
-                                 [&] { return ctx_.tp->ReduceScatterSum(partial, held, Sz(d_.rows, d_.C)); });
-    }
-    MS_RETURN_IF_ERROR(AllReduce(partial));
-    ctx_.device->Copy(held, partial, Sz(d_.rows, d_.C));
-    return Status::Ok();
-  }
-  // g forward: partial (N,C) outputs summed into `held` (rows,C).
-  Status ExitForward(float* partial, float* held) { return EnterBackward(partial, held); }
-  // g backward: the (N,C) output gradient a region's backward reads.
-  Result<const float*> ExitBackward(const float* held, float* full) {
-    if (!d_.split()) return held;
-    MS_RETURN_IF_ERROR(ctx_.recorder->Comm(
-        TP_ALL_GATHER, bytes(), [&] { return ctx_.tp->AllGather(held, full, Sz(d_.rows, d_.C)); }));
-    return static_cast<const float*>(full);
-  }
-
- private:
-  Status AllReduce(float* data) {
-    if (ctx_.tp->size() == 1) return Status::Ok();
-    return ctx_.recorder->Comm(TP_ALL_REDUCE, bytes(),
-                               [&] { return ctx_.tp->AllReduceSum(data, Sz(d_.N, d_.C)); });
-  }
-  const TpContext& ctx_;
-  const TpDims& d_;
-};
-
 }  // namespace
+
+double TpRegions::bytes() const { return 4.0 * Sz(d_.N, d_.C); }
+
+Result<const float*> TpRegions::EnterForward(const float* held, float* full) {
+  if (!d_.split()) return held;
+  MS_RETURN_IF_ERROR(ctx_.recorder->Comm(
+      TP_ALL_GATHER, bytes(), [&] { return ctx_.tp->AllGather(held, full, Sz(d_.rows, d_.C)); }));
+  return static_cast<const float*>(full);
+}
+
+Status TpRegions::EnterBackward(float* partial, float* held) {
+  if (d_.split()) {
+    return ctx_.recorder->Comm(TP_REDUCE_SCATTER, bytes(),
+                               [&] { return ctx_.tp->ReduceScatterSum(partial, held, Sz(d_.rows, d_.C)); });
+  }
+  MS_RETURN_IF_ERROR(AllReduce(partial));
+  ctx_.device->Copy(held, partial, Sz(d_.rows, d_.C));
+  return Status::Ok();
+}
+
+Result<const float*> TpRegions::ExitBackward(const float* held, float* full) { return EnterForward(held, full); }
+
+Status TpRegions::AllReduce(float* data) {
+  if (ctx_.tp->size() == 1) return Status::Ok();
+  return ctx_.recorder->Comm(TP_ALL_REDUCE, bytes(), [&] { return ctx_.tp->AllReduceSum(data, Sz(d_.N, d_.C)); });
+}
 
 TpDims MakeTpDims(const GptConfig& c, int B, int T, int tp_rank, int tp, bool sequence_parallel) {
   TpDims d;
@@ -112,7 +94,7 @@ Status TpBlockForward(const TpContext& ctx, const TpDims& d, const BlockParams& 
                       TpBlockActs* a) {
   Device* dev = ctx.device;
   OpRecorder* rec = ctx.recorder;
-  Regions regions(ctx, d);
+  TpRegions regions(ctx, d);
   const int N = d.N, C = d.C;
   DeviceBuffer partial(dev, Sz(N, C)), mlp_partial(dev, Sz(N, C));
 
@@ -175,7 +157,7 @@ Status TpBlockBackward(const TpContext& ctx, const TpDims& d, const BlockParams&
                        const float* x, const TpBlockActs& a, const float* dout, float* dx) {
   Device* dev = ctx.device;
   OpRecorder* rec = ctx.recorder;
-  Regions regions(ctx, d);
+  TpRegions regions(ctx, d);
   const int N = d.N, C = d.C;
   DeviceBuffer dfull(dev, d.split() ? Sz(N, C) : 0);
   DeviceBuffer dgelu(dev, Sz(N, d.ffn)), dfch(dev, Sz(N, d.ffn));

@@ -53,6 +53,30 @@ struct TpDims {
 // REQUIRES: tp divides heads, kv_heads and ffn; with SP, tp divides B*T.
 TpDims MakeTpDims(const GptConfig& c, int B, int T, int tp_rank, int tp, bool sequence_parallel);
 
+// The TP collectives around a region (f and g above), recorded as the plan's TP ops. The embedding
+// and the head use them too: the vocabulary-parallel lookup leaves through g, the head enters
+// through f (exec/stage_model.h). Payload bytes in traces: the full (N,C) fp32 buffer, as the
+// plan's comm_bytes counts it.
+class TpRegions {
+ public:
+  TpRegions(const TpContext& ctx, const TpDims& d) : ctx_(ctx), d_(d) {}
+  double bytes() const;
+  // f forward: the N rows a region reads. SP gathers them into `full` (N,C); otherwise they are
+  // `held`.
+  Result<const float*> EnterForward(const float* held, float* full);
+  // f backward: partial (N,C) input gradients summed over the group into `held` (rows,C).
+  Status EnterBackward(float* partial, float* held);
+  // g forward: partial (N,C) outputs summed into `held` (rows,C).
+  Status ExitForward(float* partial, float* held) { return EnterBackward(partial, held); }
+  // g backward: the (N,C) output gradient a region's backward reads.
+  Result<const float*> ExitBackward(const float* held, float* full);
+
+ private:
+  Status AllReduce(float* data);
+  const TpContext& ctx_;
+  const TpDims& d_;
+};
+
 // Activations one layer saves for its backward.
 struct TpBlockActs {
   TpBlockActs(Device* device, const TpDims& d);

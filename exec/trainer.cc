@@ -133,12 +133,12 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   DistributedOptimizer optimizer(&model, &groups, world,
                                  OptimizerSetupOf(plan, options.hyper, options.clip_norm));
 
-  // The loss of the step is the mean over all G x T tokens: each micro-batch's mean (over the
-  // rows this rank holds) weighs 1 / (micro-batches x replicas x row shards).
-  const bool split_rows = model.dims().split();
+  // The loss of the step is the mean over all G x T tokens: each micro-batch's mean (over its N
+  // tokens, the same on every TP peer: the cross-entropy is vocabulary-parallel) weighs
+  // 1 / (micro-batches x replicas), counted once per TP group.
   StepSetup schedule;
-  schedule.loss_scale = 1.0f / (static_cast<float>(m) * l.dp() * (split_rows ? l.tp() : 1));
-  schedule.counts_loss = split_rows || me.tp == 0;
+  schedule.loss_scale = 1.0f / (static_cast<float>(m) * l.dp());
+  schedule.counts_loss = me.tp == 0;
 
   const OpShape shape = OpShapeOf(plan.model(), plan.layout(), plan.training().micro_batch());
   MS_RETURN_IF_ERROR(world->Barrier());

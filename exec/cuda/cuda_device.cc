@@ -116,20 +116,20 @@ void CudaDevice::Add(float* dst, const float* src, size_t n) {
 }
 
 void CudaDevice::EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
-                                  int T, int C) {
+                                  int T, int C, int vocab_begin, int vocab_rows) {
   if (!status_.ok()) return;
   const int32_t* ids = DeviceIds(tokens, static_cast<size_t>(B) * T);
   if (ids == nullptr) return;
-  cuda::LaunchEmbeddingForward(out, ids, wte, wpe, B, T, C, stream_);
+  cuda::LaunchEmbeddingForward(out, ids, wte, wpe, B, T, C, vocab_begin, vocab_rows, stream_);
   Finish("EmbeddingForward");
 }
 
 void CudaDevice::EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
-                                   int T, int C) {
+                                   int T, int C, int vocab_begin, int vocab_rows) {
   if (!status_.ok()) return;
   const int32_t* ids = DeviceIds(tokens, static_cast<size_t>(B) * T);
   if (ids == nullptr) return;
-  cuda::LaunchEmbeddingBackward(dwte, dwpe, dout, ids, B, T, C, stream_);
+  cuda::LaunchEmbeddingBackward(dwte, dwpe, dout, ids, B, T, C, vocab_begin, vocab_rows, stream_);
   Finish("EmbeddingBackward");
 }
 
@@ -208,33 +208,54 @@ void CudaDevice::ResidualForward(float* out, const float* a, const float* b, int
   Finish("ResidualForward");
 }
 
-float CudaDevice::CrossEntropyForward(float* probs, const float* logits, const int32_t* targets, int N, int V) {
+float CudaDevice::MeanRowLoss(const float* row_loss, int N, const char* what) {
   const float kFailed = std::nanf("");
-  if (!status_.ok()) return kFailed;
-  const int32_t* ids = DeviceIds(targets, N);
-  float* row_loss = ids != nullptr ? Scratch(N) : nullptr;
-  if (row_loss == nullptr) return kFailed;
-  cuda::LaunchCrossEntropyForward(probs, row_loss, logits, ids, N, V, stream_);
   std::vector<float> host(N);
   if (!Check(MS_CUDA_STATUS(
           cudaMemcpyAsync(host.data(), row_loss, host.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_)))) {
     return kFailed;
   }
-  Finish("CrossEntropyForward");
+  Finish(what);
   if (!status_.ok()) return kFailed;
-  // The mean in double, in row order, as exec/cross_entropy.cc takes it.
   double total = 0.0;
   for (float l : host) total += l;
   return static_cast<float>(total / N);
 }
 
+float CudaDevice::CrossEntropyForward(float* probs, const float* logits, const int32_t* targets, int N, int V) {
+  if (!status_.ok()) return std::nanf("");
+  const int32_t* ids = DeviceIds(targets, N);
+  float* row_loss = ids != nullptr ? Scratch(N) : nullptr;
+  if (row_loss == nullptr) return std::nanf("");
+  cuda::LaunchCrossEntropyForward(probs, row_loss, logits, ids, N, V, stream_);
+  return MeanRowLoss(row_loss, N, "CrossEntropyForward");
+}
+
 void CudaDevice::CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* targets, float dloss,
-                                      int N, int V) {
+                                      int N, int V, int vocab_begin) {
   if (!status_.ok()) return;
   const int32_t* ids = DeviceIds(targets, N);
   if (ids == nullptr) return;
-  cuda::LaunchCrossEntropyBackward(dlogits, probs, ids, dloss, N, V, stream_);
+  cuda::LaunchCrossEntropyBackward(dlogits, probs, ids, dloss, N, V, vocab_begin, stream_);
   Finish("CrossEntropyBackward");
+}
+
+void CudaDevice::CrossEntropyShardStats(float* stats, const float* logits, const int32_t* targets, int N, int V,
+                                        int vocab_begin) {
+  if (!status_.ok()) return;
+  const int32_t* ids = DeviceIds(targets, N);
+  if (ids == nullptr) return;
+  cuda::LaunchCrossEntropyShardStats(stats, logits, ids, N, V, vocab_begin, stream_);
+  Finish("CrossEntropyShardStats");
+}
+
+float CudaDevice::CrossEntropyShardFinish(float* probs, const float* logits, const float* all_stats, int shards,
+                                          int N, int V) {
+  if (!status_.ok()) return std::nanf("");
+  float* row_loss = Scratch(N);
+  if (row_loss == nullptr) return std::nanf("");
+  cuda::LaunchCrossEntropyShardFinish(probs, row_loss, logits, all_stats, shards, N, V, stream_);
+  return MeanRowLoss(row_loss, N, "CrossEntropyShardFinish");
 }
 
 void CudaDevice::Synchronize() {

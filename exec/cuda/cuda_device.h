@@ -57,10 +57,10 @@ class CudaDevice : public Device {
   void Zero(float* p, size_t n) override;
   void Add(float* dst, const float* src, size_t n) override;
 
-  void EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
-                        int C) override;
-  void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
-                         int C) override;
+  void EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T, int C,
+                        int vocab_begin, int vocab_rows) override;
+  void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T, int C,
+                         int vocab_begin, int vocab_rows) override;
   void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
                         int N, int C) override;
   void LayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
@@ -78,8 +78,12 @@ class CudaDevice : public Device {
   void GeluBackward(float* dinp, const float* inp, const float* dout, int n) override;
   void ResidualForward(float* out, const float* a, const float* b, int n) override;
   float CrossEntropyForward(float* probs, const float* logits, const int32_t* targets, int N, int V) override;
-  void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* targets, float dloss, int N,
-                            int V) override;
+  void CrossEntropyBackward(float* dlogits, const float* probs, const int32_t* targets, float dloss, int N, int V,
+                            int vocab_begin) override;
+  void CrossEntropyShardStats(float* stats, const float* logits, const int32_t* targets, int N, int V,
+                              int vocab_begin) override;
+  float CrossEntropyShardFinish(float* probs, const float* logits, const float* all_stats, int shards, int N,
+                                int V) override;
 
   void Synchronize() override;
   int64_t NowNs() override;
@@ -93,6 +97,9 @@ class CudaDevice : public Device {
   // Device copies of host token ids / scratch floats, grown on demand; nullptr after an error.
   int32_t* DeviceIds(const int32_t* ids, size_t n);
   float* Scratch(size_t n);
+  // The mean, in double and row order as exec/cross_entropy.cc takes it, of N per-row losses on
+  // the device, after `what`'s launches; NaN after an error.
+  float MeanRowLoss(const float* row_loss, int N, const char* what);
   // *buffer with room for n values (reallocated, contents lost, when smaller); nullptr on error.
   template <typename T>
   T* Grown(T** buffer, size_t* capacity, size_t n);

@@ -24,24 +24,34 @@ __global__ void AddKernel(float* dst, const float* src, size_t n) {
   MS_GRID_STRIDE(i, n) dst[i] += src[i];
 }
 
+// The row of `token` in a table holding vocabulary rows [begin, begin + rows), or -1.
+__device__ int64_t VocabRow(int32_t token, int begin, int rows) {
+  const int64_t r = static_cast<int64_t>(token) - begin;
+  return r >= 0 && r < rows ? r : -1;
+}
+
+// wpe null: no positions (vocabulary-parallel: another TP rank adds them).
 __global__ void EmbeddingForwardKernel(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                                       int T, int C, size_t n) {
+                                       int T, int C, int v0, int vn, size_t n) {
   MS_GRID_STRIDE(i, n) {
     const size_t row = i / C, c = i % C;
     const int t = static_cast<int>(row % T);
-    out[i] = wte[static_cast<size_t>(tokens[row]) * C + c] + wpe[static_cast<size_t>(t) * C + c];
+    const int64_t r = VocabRow(tokens[row], v0, vn);
+    const float e = r >= 0 ? wte[static_cast<size_t>(r) * C + c] : 0.0f;
+    out[i] = e + (wpe != nullptr ? wpe[static_cast<size_t>(t) * C + c] : 0.0f);
   }
 }
 
 // One thread per channel c, rows in (b, t) order: repeated tokens add up without races.
 __global__ void EmbeddingBackwardKernel(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                                        int BT, int T, int C) {
+                                        int BT, int T, int C, int v0, int vn) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= C) return;
   for (int row = 0; row < BT; ++row) {
     const float d = dout[static_cast<size_t>(row) * C + c];
-    dwte[static_cast<size_t>(tokens[row]) * C + c] += d;
-    dwpe[static_cast<size_t>(row % T) * C + c] += d;
+    const int64_t r = VocabRow(tokens[row], v0, vn);
+    if (r >= 0) dwte[static_cast<size_t>(r) * C + c] += d;
+    if (dwpe != nullptr) dwpe[static_cast<size_t>(row % T) * C + c] += d;
   }
 }
 
@@ -89,14 +99,16 @@ void LaunchAdd(float* dst, const float* src, size_t n, cudaStream_t stream) {
 }
 
 void LaunchEmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
-                            int C, cudaStream_t stream) {
+                            int C, int vocab_begin, int vocab_rows, cudaStream_t stream) {
   const size_t n = static_cast<size_t>(B) * T * C;
-  EmbeddingForwardKernel<<<Blocks(n), kThreads, 0, stream>>>(out, tokens, wte, wpe, T, C, n);
+  EmbeddingForwardKernel<<<Blocks(n), kThreads, 0, stream>>>(out, tokens, wte, wpe, T, C, vocab_begin, vocab_rows,
+                                                             n);
 }
 
 void LaunchEmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
-                             int C, cudaStream_t stream) {
-  EmbeddingBackwardKernel<<<Blocks(C), kThreads, 0, stream>>>(dwte, dwpe, dout, tokens, B * T, T, C);
+                             int C, int vocab_begin, int vocab_rows, cudaStream_t stream) {
+  EmbeddingBackwardKernel<<<Blocks(C), kThreads, 0, stream>>>(dwte, dwpe, dout, tokens, B * T, T, C, vocab_begin,
+                                                              vocab_rows);
 }
 
 void LaunchBiasForward(float* out, const float* b, int N, int OC, cudaStream_t stream) {

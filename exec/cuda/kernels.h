@@ -19,9 +19,9 @@ namespace cuda {
 // Elementwise and per-column kernels (elementwise_kernels.cu).
 void LaunchAdd(float* dst, const float* src, size_t n, cudaStream_t stream);
 void LaunchEmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
-                            int C, cudaStream_t stream);
+                            int C, int vocab_begin, int vocab_rows, cudaStream_t stream);
 void LaunchEmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
-                             int C, cudaStream_t stream);
+                             int C, int vocab_begin, int vocab_rows, cudaStream_t stream);
 void LaunchBiasForward(float* out, const float* b, int N, int OC, cudaStream_t stream);
 void LaunchBiasBackward(float* db, const float* dout, int N, int OC, cudaStream_t stream);
 void LaunchGeluForward(float* out, const float* inp, int n, cudaStream_t stream);
@@ -46,7 +46,13 @@ void LaunchAttentionBackward(float* dqkv, const float* dout, const float* qkv, c
 void LaunchCrossEntropyForward(float* probs, float* row_loss, const float* logits, const int32_t* targets, int N,
                                int V, cudaStream_t stream);
 void LaunchCrossEntropyBackward(float* dlogits, const float* probs, const int32_t* targets, float dloss, int N,
-                                int V, cudaStream_t stream);
+                                int V, int vocab_begin, cudaStream_t stream);
+// The vocabulary-parallel halves (exec/cross_entropy.h): stats (N,3); all_stats (shards,N,3);
+// row_loss as above.
+void LaunchCrossEntropyShardStats(float* stats, const float* logits, const int32_t* targets, int N, int V,
+                                  int vocab_begin, cudaStream_t stream);
+void LaunchCrossEntropyShardFinish(float* probs, float* row_loss, const float* logits, const float* all_stats,
+                                   int shards, int N, int V, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace exec

@@ -163,12 +163,12 @@ TEST(OpHandlers, OneRowPerKindAndEveryPlannedKindHasAHandlerThatRunsIt) {
     EXPECT_TRUE(kinds.count(static_cast<OpKind>(OpKind_descriptor()->value(k)->number())))
         << OpKind_descriptor()->value(k)->name() << " has no row";
   }
-  Op embedding_ag;
-  embedding_ag.set_kind(TP_ALL_GATHER);
-  embedding_ag.set_layer(-1);
-  EXPECT_EQ(HandlerOf(embedding_ag), Handler::kNotRunVocabParallel);
-  embedding_ag.set_layer(0);
-  EXPECT_EQ(HandlerOf(embedding_ag), Handler::kModel);
+  // The embedding's and the head's TP collectives (layer -1) run like a layer's: the embedding
+  // and the head are vocabulary-parallel, as the plan costs them.
+  Op head_ag;
+  head_ag.set_kind(TP_ALL_GATHER);
+  head_ag.set_layer(-1);
+  EXPECT_EQ(HandlerOf(head_ag), Handler::kModel);
 }
 
 }  // namespace

@@ -38,21 +38,38 @@ TEST_F(CudaKernels, MemoryCallsMoveAndAddValues) {
   EXPECT_EQ(Get(dc)[0], 7.0f);
 }
 
-TEST_F(CudaKernels, Embedding) {
+// The whole table (v0 0, vn V) and a vocabulary-parallel shard without positions.
+void CheckEmbedding(Device* gpu, int v0, int vn, bool positions) {
   const int B = 3, T = 7, C = 40, V = 11;  // few tokens: repeats, whose gradients add up
   const std::vector<int32_t> tok = RandomIds(B * T, V, 3);
-  const std::vector<float> wte = Random(V * C, 4), wpe = Random(T * C, 5), dout = Random(B * T * C, 6);
-  std::vector<float> out(B * T * C), dwte = Random(V * C, 7), dwpe = Random(T * C, 8);
-  DeviceBuffer g_out(gpu_, out.size()), g_wte = Put(wte), g_wpe = Put(wpe), g_dout = Put(dout);
-  DeviceBuffer g_dwte = Put(dwte), g_dwpe = Put(dwpe);
-  CpuDevice()->EmbeddingForward(out.data(), tok.data(), wte.data(), wpe.data(), B, T, C);
-  gpu_->EmbeddingForward(g_out.data(), tok.data(), g_wte.data(), g_wpe.data(), B, T, C);
-  ExpectClose(Get(g_out), out, kFp32Tol, "out");
-  CpuDevice()->EmbeddingBackward(dwte.data(), dwpe.data(), dout.data(), tok.data(), B, T, C);
-  gpu_->EmbeddingBackward(g_dwte.data(), g_dwpe.data(), g_dout.data(), tok.data(), B, T, C);
-  ExpectClose(Get(g_dwte), dwte, kFp32Tol, "dwte");
-  ExpectClose(Get(g_dwpe), dwpe, kFp32Tol, "dwpe");
+  const std::vector<float> wte = Random(vn * C, 4), wpe = Random(T * C, 5), dout = Random(B * T * C, 6);
+  std::vector<float> out(B * T * C), dwte = Random(vn * C, 7), dwpe = Random(T * C, 8);
+  DeviceBuffer g_out(gpu, out.size()), g_wte(gpu, wte.size()), g_wpe(gpu, wpe.size()), g_dout(gpu, dout.size());
+  DeviceBuffer g_dwte(gpu, dwte.size()), g_dwpe(gpu, dwpe.size());
+  gpu->Upload(g_wte.data(), wte.data(), wte.size());
+  gpu->Upload(g_wpe.data(), wpe.data(), wpe.size());
+  gpu->Upload(g_dout.data(), dout.data(), dout.size());
+  gpu->Upload(g_dwte.data(), dwte.data(), dwte.size());
+  gpu->Upload(g_dwpe.data(), dwpe.data(), dwpe.size());
+  const float* p = positions ? wpe.data() : nullptr;
+  float* dp = positions ? dwpe.data() : nullptr;
+  CpuDevice()->EmbeddingForward(out.data(), tok.data(), wte.data(), p, B, T, C, v0, vn);
+  gpu->EmbeddingForward(g_out.data(), tok.data(), g_wte.data(), positions ? g_wpe.data() : nullptr, B, T, C, v0, vn);
+  std::vector<float> got(out.size()), got_dwte(dwte.size()), got_dwpe(dwpe.size());
+  gpu->Download(got.data(), g_out.data(), got.size());
+  ExpectClose(got, out, kFp32Tol, "out");
+  CpuDevice()->EmbeddingBackward(dwte.data(), dp, dout.data(), tok.data(), B, T, C, v0, vn);
+  gpu->EmbeddingBackward(g_dwte.data(), positions ? g_dwpe.data() : nullptr, g_dout.data(), tok.data(), B, T, C, v0,
+                         vn);
+  gpu->Download(got_dwte.data(), g_dwte.data(), got_dwte.size());
+  gpu->Download(got_dwpe.data(), g_dwpe.data(), got_dwpe.size());
+  ExpectClose(got_dwte, dwte, kFp32Tol, "dwte");
+  ExpectClose(got_dwpe, dwpe, kFp32Tol, "dwpe");
 }
+
+TEST_F(CudaKernels, Embedding) { CheckEmbedding(gpu_, 0, 11, true); }
+
+TEST_F(CudaKernels, EmbeddingVocabularyShard) { CheckEmbedding(gpu_, 4, 5, false); }
 
 TEST_F(CudaKernels, LayerNorm) {
   const int N = 13, C = 72;
@@ -172,9 +189,45 @@ TEST_F(CudaKernels, CrossEntropy) {
   const float g_loss = gpu_->CrossEntropyForward(g_probs.data(), g_logits.data(), targets.data(), N, V);
   EXPECT_NEAR(g_loss, loss, kFp32Tol * loss);
   ExpectClose(Get(g_probs), probs, kFp32Tol, "probs");
-  CpuDevice()->CrossEntropyBackward(dlogits.data(), probs.data(), targets.data(), 0.5f, N, V);
-  gpu_->CrossEntropyBackward(g_dlogits.data(), g_probs.data(), targets.data(), 0.5f, N, V);
+  CpuDevice()->CrossEntropyBackward(dlogits.data(), probs.data(), targets.data(), 0.5f, N, V, 0);
+  gpu_->CrossEntropyBackward(g_dlogits.data(), g_probs.data(), targets.data(), 0.5f, N, V, 0);
   ExpectClose(Get(g_dlogits), dlogits, kFp32Tol, "dlogits");
+}
+
+// Two shards of a 300-token vocabulary (rows 0..139 and 140..299), the stats of both gathered.
+TEST_F(CudaKernels, CrossEntropyVocabularyShards) {
+  const int N = 10, V = 300, split = 140;
+  const std::vector<float> logits = Random(N * V, 37, -5.0f, 5.0f);
+  const std::vector<int32_t> targets = RandomIds(N, V, 38);
+  std::vector<float> stats(2 * N * 3), g_stats_host(2 * N * 3);
+  std::vector<std::vector<float>> shard(2);
+  for (int n = 0; n < N; ++n) {
+    shard[0].insert(shard[0].end(), logits.begin() + n * V, logits.begin() + n * V + split);
+    shard[1].insert(shard[1].end(), logits.begin() + n * V + split, logits.begin() + (n + 1) * V);
+  }
+  const int widths[2] = {split, V - split}, begins[2] = {0, split};
+  for (int r = 0; r < 2; ++r) {
+    DeviceBuffer g_logits = Put(shard[r]), g_stats(gpu_, N * 3);
+    CpuDevice()->CrossEntropyShardStats(stats.data() + r * N * 3, shard[r].data(), targets.data(), N, widths[r],
+                                        begins[r]);
+    gpu_->CrossEntropyShardStats(g_stats.data(), g_logits.data(), targets.data(), N, widths[r], begins[r]);
+    const std::vector<float> got = Get(g_stats);
+    std::copy(got.begin(), got.end(), g_stats_host.begin() + r * N * 3);
+  }
+  ExpectClose(g_stats_host, stats, kFp32Tol, "stats");
+  DeviceBuffer g_all = Put(stats);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<float> probs(shard[r].size()), dlogits = Random(shard[r].size(), 39 + r);
+    DeviceBuffer g_logits = Put(shard[r]), g_probs(gpu_, probs.size()), g_dlogits = Put(dlogits);
+    const float loss = CpuDevice()->CrossEntropyShardFinish(probs.data(), shard[r].data(), stats.data(), 2, N,
+                                                             widths[r]);
+    const float g_loss = gpu_->CrossEntropyShardFinish(g_probs.data(), g_logits.data(), g_all.data(), 2, N, widths[r]);
+    EXPECT_NEAR(g_loss, loss, kFp32Tol * loss);
+    ExpectClose(Get(g_probs), probs, kFp32Tol, "probs");
+    CpuDevice()->CrossEntropyBackward(dlogits.data(), probs.data(), targets.data(), 0.5f, N, widths[r], begins[r]);
+    gpu_->CrossEntropyBackward(g_dlogits.data(), g_probs.data(), targets.data(), 0.5f, N, widths[r], begins[r]);
+    ExpectClose(Get(g_dlogits), dlogits, kFp32Tol, "dlogits");
+  }
 }
 
 }  // namespace
