@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "planner/cost_model.h"
 #include "planner/layout.h"
@@ -38,32 +39,44 @@ double DpSeconds(const StageProgram& program) {
 Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::vector<PlanSample>& samples) {
   // Per kind over every size (group_size 0), and for collectives per group size too.
   std::map<std::pair<OpKind, int>, KindFit> kinds;
+  auto add = [&](OpKind kind, int tp, double measured, double formula) {
+    for (int size : {0, IsTpCollective(kind) ? tp : -1}) {
+      if (size < 0) continue;
+      KindFit& k = kinds[{kind, size}];
+      k.kind = kind;
+      k.group_size = size;
+      ++k.ops;
+      k.measured_s += measured;
+      k.formula_s += formula;
+    }
+  };
   for (const PlanSample& sample : samples) {
     const Plan& plan = sample.plan;
     const CostModel cost(plan.cluster());
     const OpShape shape = OpShapeOf(plan.model(), plan.layout(), plan.training().micro_batch());
+    const RankLayout ranks(plan.layout());
+    // A TP collective's peers are in lockstep (plan.proto): the op lasts from when the last peer
+    // is ready, and the simulator adds the wait for it on its own. So one instance's time is the
+    // shortest among its peers (the last to arrive waits for no one); each peer's own time would
+    // count the wait twice. Key: (step, stage, replica, op id).
+    std::map<std::tuple<int, int, int, uint32_t>, double> tp_instance;
     for (const TraceEvent& e : sample.events) {
       const OpKind kind = e.kind();
-      double formula = 0;
-      if (IsLayerCompute(kind)) {
-        formula = cost.FormulaTime(kind, e.phase(), shape);
-      } else if (IsTpCollective(kind) && e.microbatch() >= 0) {
-        formula = cost.TpRingTime(kind, shape.tp, TpActivationBytes(shape));
-      } else if (kind == OPTIMIZER_STEP) {
-        formula = UpdateFormula(cost, plan.stages(e.stage()));
-      } else {
-        continue;  // the optimizer's own reductions: part of the step's end
-      }
       const double measured = (e.end_ns() - e.start_ns()) * 1e-9;
-      for (int size : {0, IsTpCollective(kind) ? shape.tp : -1}) {
-        if (size < 0) continue;
-        KindFit& k = kinds[{kind, size}];
-        k.kind = kind;
-        k.group_size = size;
-        ++k.ops;
-        k.measured_s += measured;
-        k.formula_s += formula;
+      if (IsLayerCompute(kind)) {
+        add(kind, shape.tp, measured, cost.FormulaTime(kind, e.phase(), shape));
+      } else if (IsTpCollective(kind) && e.microbatch() >= 0) {
+        const std::tuple<int, int, int, uint32_t> key{e.step(), e.stage(), ranks.CoordsOf(e.rank()).dp, e.op_id()};
+        auto [it, fresh] = tp_instance.emplace(key, measured);
+        if (!fresh) it->second = std::min(it->second, measured);
+      } else if (kind == OPTIMIZER_STEP) {
+        add(kind, shape.tp, measured, UpdateFormula(cost, plan.stages(e.stage())));
       }
+      // else: the optimizer's own reductions, part of the step's end
+    }
+    for (const auto& [key, measured] : tp_instance) {
+      const Op& op = plan.stages(std::get<1>(key)).ops(static_cast<int>(std::get<3>(key)));
+      add(op.kind(), shape.tp, measured, cost.TpRingTime(op.kind(), shape.tp, TpActivationBytes(shape)));
     }
   }
   CalibrationFit fit;

@@ -2,9 +2,12 @@
 // exec/calibrate.h measured: the executor's own ops at the plans' shapes and the step's end.
 //  * op_scale: per op kind, the measured time of all its ops over the cost model's formula for
 //    them (CostModel::FormulaTime for compute, TpRingTime for TP collectives, the update's
-//    memory-bound time for OPTIMIZER_STEP), with the base's hardware figures; for TP collectives
-//    also per group size (on shared cores a TP group's wait for its peers depends on the layout
-//    around it, not only on the bytes: docs/calibrate.md);
+//    memory-bound time for OPTIMIZER_STEP), with the base's hardware figures. A TP collective's
+//    measured time is the shortest among its peers' events of the same instance (step, stage,
+//    replica, op id): the lockstep semantics of plan.proto start it when the last peer is ready,
+//    and the simulator adds the wait for that peer itself. TP collectives are also fitted per
+//    group size (on shared cores a TP group's time depends on the layout around it, not only on
+//    the bytes: docs/calibrate.md);
 //  * step_overhead_s: the step's end beyond what the plan already prices there (the optimizer's
 //    update, the program's DP collectives): the executor's own reductions outside the plan, the
 //    loss all-reduce, the trace gather. A rank's step end is the time from its last op of the
