@@ -22,6 +22,9 @@ Result<ParallelGroups> MakeGroups(Communicator* world, const LayoutSpec& spec) {
   if (spec.overlap().dp() && spec.dp() > 1) {
     MS_RETURN_IF_ERROR(CheckThreadedComm());
     MS_ASSIGN_OR_RETURN(g.dp_lane, world->Split(layout.RankOf({c.tp, 0, c.pp}), c.dp));
+    if (spec.sequence_parallel() && spec.tp() > 1) {
+      MS_ASSIGN_OR_RETURN(g.tp_lane, world->Split(layout.RankOf({0, c.dp, c.pp}), c.tp));
+    }
   }
   return g;
 }

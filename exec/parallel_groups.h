@@ -8,9 +8,12 @@
 //          copies of the tied embedding / LM head (member 0 = first stage); nullptr elsewhere;
 //  * dp_lane: a second communicator over the dp group's members, for the communication lane's
 //          thread (exec/comm_lane.h), so it never shares a communicator with the compute thread;
-//          only when the plan overlaps DP (layout.overlap.dp) and dp > 1, else nullptr.
-// Not thread-safe (the communicators are not): dp_lane belongs to the lane's thread, the others
-// to the compute thread.
+//          only when the plan overlaps DP (layout.overlap.dp) and dp > 1, else nullptr;
+//  * tp_lane: likewise a second communicator over the tp group, for the lane's thread (a DP
+//          bucket first sums its sequence-parallel gradients over TP): with dp_lane, when
+//          layout.sequence_parallel and tp > 1, else nullptr.
+// Not thread-safe (the communicators are not): dp_lane and tp_lane belong to the lane's thread,
+// the others to the compute thread.
 #pragma once
 
 #include <memory>
@@ -23,7 +26,7 @@ namespace exec {
 
 struct ParallelGroups {
   RankCoords coords;
-  std::unique_ptr<Communicator> tp, pp, dp, tied, dp_lane;
+  std::unique_ptr<Communicator> tp, pp, dp, tied, dp_lane, tp_lane;
 };
 
 // Collective over world. REQUIRES: world->size() == tp x pp x dp of layout. With dp_lane to make,

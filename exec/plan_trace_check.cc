@@ -4,20 +4,10 @@
 #include <tuple>
 #include <utility>
 
-#include "exec/op_handlers.h"
 
 namespace megascale {
 namespace exec {
 namespace {
-
-bool Runs(const Op& op) {
-  return HandlerOf(op) != Handler::kDistributedOptimizer;
-}
-
-bool OptimizersOwn(const TraceEvent& e) {
-  const bool dp = e.kind() == DP_REDUCE_SCATTER || e.kind() == DP_ALL_GATHER || e.kind() == DP_ALL_REDUCE;
-  return e.microbatch() == -1 && (dp || e.kind() == TP_ALL_REDUCE);
-}
 
 std::string Where(int rank, int step, uint32_t id) {
   return "rank " + std::to_string(rank) + ", step " + std::to_string(step) + ", op " + std::to_string(id);
@@ -39,7 +29,7 @@ std::vector<std::string> CheckTraceAgainstPlan(const Plan& plan, const std::vect
     const StageProgram& program = plan.stages(e.stage());
     const std::string where = Where(e.rank(), e.step(), e.op_id());
     if (e.op_id() >= static_cast<uint32_t>(program.ops_size())) {
-      if (!OptimizersOwn(e)) problems.push_back(where + " (" + OpKind_Name(e.kind()) + ") is not in the program");
+      problems.push_back(where + " (" + OpKind_Name(e.kind()) + ") is not in the program");
       continue;
     }
     const Op& op = program.ops(e.op_id());
@@ -50,7 +40,6 @@ std::vector<std::string> CheckTraceAgainstPlan(const Plan& plan, const std::vect
                          "; the program's is " + OpKind_Name(op.kind()) + " " + Phase_Name(op.phase()) + " mb " +
                          std::to_string(op.microbatch()) + " layer " + std::to_string(op.layer()));
     }
-    if (!Runs(op)) problems.push_back(where + " (" + OpKind_Name(op.kind()) + ") ran, but the executor does not run it");
     if (!by_rank_step[{e.rank(), e.step()}].emplace(e.op_id(), &e).second) {
       problems.push_back(where + " ran twice");
     }
@@ -60,7 +49,6 @@ std::vector<std::string> CheckTraceAgainstPlan(const Plan& plan, const std::vect
     const StageProgram& program = plan.stages(stage_of[rank]);
     std::map<int, const TraceEvent*> lane_last;  // by lane: the last op that ran, in program order
     for (const Op& op : program.ops()) {
-      if (!Runs(op)) continue;
       auto it = ran.find(op.id());
       if (it == ran.end()) {
         problems.push_back(Where(rank, step, op.id()) + " (" + OpKind_Name(op.kind()) + ") did not run");
@@ -75,7 +63,7 @@ std::vector<std::string> CheckTraceAgainstPlan(const Plan& plan, const std::vect
       prev = it->second;
       for (uint32_t dep : op.deps()) {
         auto d = ran.find(dep);
-        if (d == ran.end()) continue;  // not run by the executor (or missing: reported above)
+        if (d == ran.end()) continue;  // missing: reported above
         if (it->second->start_ns() < d->second->end_ns()) {
           problems.push_back(Where(rank, step, op.id()) + " started " +
                              std::to_string(d->second->end_ns() - it->second->start_ns()) +

@@ -26,8 +26,8 @@ std::string Name(OpKind kind, Phase phase, int microbatch, int chunk, int layer)
 }  // namespace
 
 StageInterpreter::StageInterpreter(const StageProgram& program, StageModel* model, ParallelGroups* groups,
-                                   const TpContext& ctx)
-    : program_(program), model_(model), groups_(groups), ctx_(ctx) {
+                                   const TpContext& ctx, DpOpRunner* dp)
+    : program_(program), model_(model), groups_(groups), ctx_(ctx), dp_(dp) {
   ctx_.recorder->SetGate(this);
   auto key = [](const Op& op) { return std::make_tuple(op.phase() == FORWARD, op.microbatch(), op.chunk()); };
   // (phase, micro-batch, chunk) -> the unit's receive, its send
@@ -48,6 +48,7 @@ StageInterpreter::StageInterpreter(const StageProgram& program, StageModel* mode
       sends_.push_back(op.id());
       send_of[unit] = op.id();
     }
+    if (h == Handler::kDistributedOptimizer) dps_.push_back(op.id());
     if (!IsModelLane(h)) continue;
     model_ops_.push_back(op.id());
     if (op.phase() == OPTIMIZER) continue;
@@ -67,11 +68,6 @@ StageInterpreter::StageInterpreter(const StageProgram& program, StageModel* mode
     if (auto it = recv_of.find(unit); it != recv_of.end()) u.recv = it->second;
     if (auto it = send_of.find(unit); it != send_of.end()) u.send = it->second;
   }
-  std::map<int, size_t> last;
-  for (size_t i = 0; i < units_.size(); ++i) {
-    if (!units_[i].forward) last[units_[i].chunk] = i;
-  }
-  for (const auto& [chunk, i] : last) units_[i].last_backward = true;
 }
 
 StageInterpreter::~StageInterpreter() { ctx_.recorder->SetGate(nullptr); }
@@ -82,10 +78,9 @@ std::string StageInterpreter::Describe(const Op& op) const {
 
 void StageInterpreter::BeginStep() {
   done_.assign(program_.ops_size(), 0);
-  for (const Op& op : program_.ops()) {
-    if (handler_[op.id()] == Handler::kDistributedOptimizer) done_[op.id()] = 1;
-  }
   cursor_ = 0;
+  next_dp_ = 0;
+  dp_issued_.clear();
   next_recv_ = 0;
   next_send_ = 0;
   recv_lane_free_ns_ = 0;
@@ -112,6 +107,7 @@ Result<uint32_t> StageInterpreter::Enter(const OpUnit& unit, OpKind kind) {
   // The PP lanes move on as far as the ops that ended allow, then this op's deps complete.
   MS_RETURN_IF_ERROR(PostReadyRecvs());
   MS_RETURN_IF_ERROR(IssueReadySends());
+  MS_RETURN_IF_ERROR(IssueReadyDps());
   for (uint32_t dep : op.deps()) MS_RETURN_IF_ERROR(Complete(dep));
   return op.id();
 }
@@ -158,6 +154,19 @@ Status StageInterpreter::IssueReadySends() {
   return Status::Ok();
 }
 
+Status StageInterpreter::IssueReadyDps() {
+  for (; next_dp_ < dps_.size(); ++next_dp_) {
+    const Op& op = program_.ops(dps_[next_dp_]);
+    if (!DepsDone(op)) return Status::Ok();  // the lane's order: later DP ops wait too
+    if (dp_ == nullptr) {
+      return Status::Internal("stage " + std::to_string(program_.stage()) + "'s program has DP op " +
+                              std::to_string(op.id()) + " (" + Describe(op) + ") but nothing runs DP ops");
+    }
+    dp_issued_[op.id()] = dp_->IssueDpOp(op, ctx_.recorder);
+  }
+  return Status::Ok();
+}
+
 Status StageInterpreter::Complete(uint32_t id) {
   if (done_[id]) return Status::Ok();
   const Op& op = program_.ops(id);
@@ -191,6 +200,15 @@ Status StageInterpreter::Complete(uint32_t id) {
     MS_RETURN_IF_ERROR(IssueReadySends());
     if (done_[id]) return Status::Ok();
   }
+  if (h == Handler::kDistributedOptimizer) {
+    MS_RETURN_IF_ERROR(IssueReadyDps());
+    auto it = dp_issued_.find(id);
+    if (it != dp_issued_.end()) {
+      const Status& ended = it->second.get();
+      done_[id] = 1;
+      return ended;
+    }
+  }
   return Status::Internal("stage " + std::to_string(program_.stage()) + ": op " + std::to_string(id) + " (" +
                           Describe(op) + ") is needed before it could run");
 }
@@ -214,6 +232,7 @@ Result<double> StageInterpreter::RunPasses(const std::vector<MicroBatchData>& da
   MS_RETURN_IF_ERROR(unsupported_);
   OpRecorder* rec = ctx_.recorder;
   MS_RETURN_IF_ERROR(PostReadyRecvs());
+  MS_RETURN_IF_ERROR(IssueReadyDps());  // ZeRO's parameter gathers open the step
   double loss_sum = 0.0;
   for (const Unit& u : units_) {
     const float* input = nullptr;
@@ -249,15 +268,14 @@ Result<double> StageInterpreter::RunPasses(const std::vector<MicroBatchData>& da
     }
     MS_RETURN_IF_ERROR(IssueReadySends());
     MS_RETURN_IF_ERROR(PostReadyRecvs());
+    MS_RETURN_IF_ERROR(IssueReadyDps());
     ReleaseSent(false);
     if (u.forward && model_->is_last(u.chunk) && setup.counts_loss) {
       loss_sum += static_cast<double>(loss) * setup.loss_scale;
     }
-    if (!u.forward && u.last_backward && setup.chunk_grads_done) {
-      MS_RETURN_IF_ERROR(setup.chunk_grads_done(u.chunk));
-    }
   }
   MS_RETURN_IF_ERROR(IssueReadySends());
+  MS_RETURN_IF_ERROR(IssueReadyDps());
   if (next_send_ < sends_.size() || next_recv_ < recvs_.size() || !posted_.empty()) {
     return Status::Internal("stage " + std::to_string(program_.stage()) +
                             "'s PP ops did not all run: a send or receive was never ready or never read");
@@ -268,6 +286,12 @@ Result<double> StageInterpreter::RunPasses(const std::vector<MicroBatchData>& da
 }
 
 Status StageInterpreter::EndStep() {
+  if (next_dp_ < dps_.size()) {
+    const Op& op = program_.ops(dps_[next_dp_]);
+    return Status::Internal("stage " + std::to_string(program_.stage()) + "'s DP op " + std::to_string(op.id()) +
+                            " (" + Describe(op) + ") was never issued this step");
+  }
+  for (uint32_t id : dps_) MS_RETURN_IF_ERROR(Complete(id));
   if (cursor_ < model_ops_.size()) {
     const Op& op = program_.ops(model_ops_[cursor_]);
     return Status::Internal("stage " + std::to_string(program_.stage()) + "'s op " + std::to_string(op.id()) + " (" +

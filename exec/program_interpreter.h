@@ -16,9 +16,9 @@
 // the previous round. A receive's event spans from when the lane is free for it (posted, and the
 // receive before it arrived) to its arrival. Receive and send lanes with threads of their own were
 // tried: each pipeline hop then cost a thread wake-up (2x slower steps with 8 ranks on 2 cores),
-// for no more overlap. DP ops go to
-// exec/distributed_optimizer.h as before (its buckets are its own, on its DP lane): the interpreter
-// counts them done at the step's start, so no planned op waits for them.
+// for no more overlap. DP ops are issued the same way: each as soon as its deps have ended, in
+// the DP lane's program order, to the DpOpRunner (exec/distributed_optimizer.h: on the DP lane's
+// thread with overlap.dp, else inline), and waited for by the ops that depend on them.
 //
 // The model runs a unit (one chunk's forward or backward of one micro-batch) as a whole; the
 // interpreter feeds it the unit's received input and takes its output for the send.
@@ -31,6 +31,7 @@
 #include <memory>
 #include <vector>
 
+#include "exec/dp_op_runner.h"
 #include "exec/op_gate.h"
 #include "exec/op_handlers.h"
 #include "exec/parallel_groups.h"
@@ -44,16 +45,15 @@ struct StepSetup {
   float loss_scale = 1.0f;
   // This rank's micro-batch losses count toward the step's loss (one TP peer: each has the whole loss).
   bool counts_loss = true;
-  // Called on the compute thread right after the last backward of each chunk, in the order they
-  // end; empty: not called. An error stops the step.
-  std::function<Status(int chunk)> chunk_grads_done;
 };
 
 class StageInterpreter : public OpGate {
  public:
-  // Installs itself as ctx.recorder's gate. All arguments are not owned and outlive it.
+  // Installs itself as ctx.recorder's gate. All arguments are not owned and outlive it; dp runs the
+  // program's DP ops (nullptr: a program with DP ops fails its first step).
   // REQUIRES: program is the stage program of model's stage in the plan the model was built from.
-  StageInterpreter(const StageProgram& program, StageModel* model, ParallelGroups* groups, const TpContext& ctx);
+  StageInterpreter(const StageProgram& program, StageModel* model, ParallelGroups* groups, const TpContext& ctx,
+                   DpOpRunner* dp);
   ~StageInterpreter() override;
 
   void BeginStep();
@@ -72,7 +72,6 @@ class StageInterpreter : public OpGate {
     bool forward = true;
     int microbatch = 0, chunk = 0;
     int recv = -1, send = -1;  // op ids of its input's receive and its output's send; -1: none
-    bool last_backward = false;  // of its chunk
     size_t first_op = 0;  // index into model_ops_
   };
   struct Posted {
@@ -85,8 +84,11 @@ class StageInterpreter : public OpGate {
   Status PostReadyRecvs();
   // Issues, in program order, the sends whose deps have ended and whose data is known.
   Status IssueReadySends();
+  // Issues, in the DP lane's program order, the DP ops whose deps have ended.
+  Status IssueReadyDps();
   // Makes op `id` done before something that depends on it: a receive arrives (posted first if it
-  // was not); a send is issued; any other op must have run already.
+  // was not); a send is issued; a DP op ends (issued first if it was not); any other op must have
+  // run already.
   Status Complete(uint32_t id);
   void ReleaseSent(bool all);
   std::string Describe(const Op& op) const;
@@ -96,11 +98,13 @@ class StageInterpreter : public OpGate {
   StageModel* model_;
   ParallelGroups* groups_;
   TpContext ctx_;
+  DpOpRunner* dp_;
   std::vector<Handler> handler_;                      // by op id (exec/op_handlers.h)
-  std::vector<uint32_t> model_ops_, recvs_, sends_;  // program order
+  std::vector<uint32_t> model_ops_, recvs_, sends_, dps_;  // program order
   std::vector<Unit> units_;
   size_t cursor_ = 0;  // into model_ops_
-  size_t next_recv_ = 0, next_send_ = 0;  // into recvs_, sends_: the first not posted/issued
+  size_t next_recv_ = 0, next_send_ = 0, next_dp_ = 0;  // the first not posted/issued
+  std::map<uint32_t, std::shared_future<Status>> dp_issued_;  // by DP op id, this step
   int64_t recv_lane_free_ns_ = 0;         // when the last receive to arrive was waited for
   std::vector<char> done_;                   // by op id, this step
   std::map<uint32_t, Posted> posted_;        // by receive op id, until its unit ran

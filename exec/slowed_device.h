@@ -16,7 +16,8 @@
 // Download are not slowed (host work and copies, which a slow GPU's SMs do not govern). On CPU
 // ranks that share cores the slowdown against the peers comes out below 1/speed: a process that
 // sleeps is scheduled first when it wakes, so its kernels run faster than its busy peers' (speed
-// 0.25 on 4 ranks and 2 cores: +187% to +297% against the peers' median, not +300%).
+// 0.25 on 4 ranks and 2 cores, alone on them: +178% to +249% against the peers' median, not +300%;
+// with another job beside it, about +100%).
 //
 // Not thread-safe: one thread issues the device's work (device.h). Owns neither inner nor clock.
 #pragma once

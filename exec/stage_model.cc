@@ -68,13 +68,6 @@ float* StageModel::G(const char* name) const {
 }
 const char* StageModel::head_name() const { return config_.tied_lm_head ? "wte" : "lm_head_w"; }
 
-int StageModel::GradChunk(const LocalTensor& t) const {
-  const int layer = full_.tensors[t.id].layer;
-  if (layer >= 0) return layer / (config_.layers / virtual_stages()) / setup_.pp;
-  const bool embedding = t.name == "wte" || t.name == "wpe";
-  return embedding && is_first(0) ? 0 : setup_.vp - 1;
-}
-
 BlockParams StageModel::ParamsOf(int layer) const {
   const std::string pre = "h" + std::to_string(layer) + ".";
   auto at = [&](const char* n) -> const float* {

@@ -67,11 +67,6 @@ class StageModel {
 
   void InitParams(uint64_t seed);
 
-  // The lowest chunk whose backward adds to this local tensor's gradient (a tied wte on a one-stage
-  // pipeline is written by chunk 0's embedding and the last chunk's head). The schedules end a
-  // lower chunk's backwards after a higher one's (tests/exec/overlap_test.cc checks it), so
-  // the gradient is final once this chunk's last backward is done.
-  int GradChunk(const LocalTensor& t) const;
 
   // input: the previous virtual stage's output (rows,C), ignored on virtual stage 0. On the last
   // virtual stage, *loss receives the mean cross-entropy of the micro-batch's N tokens.

@@ -130,7 +130,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   StageModel model(config, setup, device);
   model.InitParams(options.param_seed);
 
-  DistributedOptimizer optimizer(&model, &groups, world,
+  DistributedOptimizer optimizer(&model, &groups, world, plan.stages(me.pp),
                                  OptimizerSetupOf(plan, options.hyper, options.clip_norm));
 
   // The loss of the step is the mean over all G x T tokens: each micro-batch's mean (over its N
@@ -149,8 +149,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   ctx.tp = groups.tp.get();
   ctx.sequence_parallel = l.sequence_parallel();
   ctx.recorder = &recorder;
-  schedule.chunk_grads_done = [&](int chunk) { return optimizer.ChunkGradsDone(chunk, &recorder); };
-  StageInterpreter interpreter(plan.stages(me.pp), &model, &groups, ctx);
+  StageInterpreter interpreter(plan.stages(me.pp), &model, &groups, ctx, &optimizer);
 
   TrainingReport report;
   const int T = config.seq_len;
@@ -210,6 +209,8 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   end_trace(steps, false);
+  // ZeRO: the last step's updated slices reach every replica (a step gathers them before use).
+  MS_RETURN_IF_ERROR(optimizer.GatherParams());
   if (options.gather_params) {
     MS_RETURN_IF_ERROR(GatherFull(world, plan, config, setup, model, model.params(), &report.params));
   }

@@ -25,6 +25,8 @@ class StageBuilder {
       if (u.forward && first_fwd[u.chunk] < 0) first_fwd[u.chunk] = k;
       if (!u.forward) last_bwd[u.chunk] = k;
     }
+    // The tied embedding's copy (end stages, pp > 1) is gathered once per step under ZeRO, first.
+    if (TiedBucket() && in_.zero_stage >= 1) tied_gather_ = w_.Add(TiedOp(DP_ALL_GATHER, FORWARD), {});
     // ZeRO 1/2: parameters gathered once per step; with overlap.dp per layer (Megatron's buckets),
     // all posted at step start in order of first use, so only the first one is exposed.
     if (GatherOnce() && in_.overlap_dp) {
@@ -45,7 +47,10 @@ class StageBuilder {
       const uint32_t first_op = w_.size();
       EmitCompute(u, u.forward && k == first_fwd[u.chunk], !u.forward && k == last_bwd[u.chunk]);
       unit_first_op_ = first_op;
+      // The unit's last op of compute (a gradient bucket's DP collective after it runs beside
+      // what follows: the next round's receives do not wait for it).
       unit_last_op_ = w_.size() - 1;
+      while (unit_last_op_ > first_op && w_.op(unit_last_op_).lane() == DP_COMM) --unit_last_op_;
       PostSends(units, k);
       if (!u.forward && k == last_bwd[u.chunk] && in_.dp > 1 && !Zero3() && !in_.overlap_dp) {
         const uint32_t id = w_.Add(DpOp(GradSyncKind(), u.chunk), w_.frontier());
@@ -53,6 +58,8 @@ class StageBuilder {
         w_.AlsoWaitFor(id);
       }
     }
+    // The tied embedding's bucket, once this stage's passes are done (stage_program.h).
+    if (TiedBucket()) grad_syncs_.push_back(w_.Add(TiedOp(Zero3() ? DP_REDUCE_SCATTER : GradSyncKind(), BACKWARD), w_.frontier()));
     EmitOptimizerStep();
   }
 
@@ -66,14 +73,45 @@ class StageBuilder {
     return ChunkParamsPerGpu(in_.layer.shape.model, in_.layer.shape.tp, chunk * in_.pp + stage_,
                              v_total_);
   }
-  // Parameters of one layer's DP bucket on this GPU: its TP shard, plus the embedding with the
-  // model's first layer and the tied head with its last (so a chunk's buckets sum to ChunkParams).
+  // The tied word embedding has a copy on the first and on the last stage (stage_program.h).
+  bool TiedAcrossStages() const { return in_.pp > 1; }
+  double WordEmbeddingParams() const {
+    const ModelSpec& m = in_.layer.shape.model;
+    return static_cast<double>(m.vocab()) * m.hidden();
+  }
+  // Parameters of one layer's DP bucket on this GPU: its TP shard, plus the word embedding with
+  // the model's first layer unless it is tied across stages, and the final LayerNorm with its last.
   double LayerBucketParams(int layer) const {
     const ModelSpec& m = in_.layer.shape.model;
     double params = LayerParams(m);
-    if (layer == 0) params += EmbeddingParams(m);
-    if (layer == in_.layers - 1) params += EmbeddingParams(m);
+    if (layer == 0 && !TiedAcrossStages()) params += WordEmbeddingParams();
+    if (layer == in_.layers - 1) params += EmbeddingParams(m) - WordEmbeddingParams();
     return params / in_.layer.shape.tp;
+  }
+  double ChunkBucketParams(int chunk) const {
+    double params = 0;
+    for (int l = 0; l < layers_per_chunk_; ++l) params += LayerBucketParams(FirstLayer(chunk) + l);
+    return params;
+  }
+  bool EndStage() const { return stage_ == 0 || stage_ == in_.pp - 1; }
+  // This stage's copy of the tied embedding: its bytes, and its all-reduce with the other copy.
+  double TiedBytes() const { return kActivationBytes * WordEmbeddingParams() / in_.layer.shape.tp; }
+  double TiedAllReduceSeconds() const {
+    return in_.layer.cost->DpCollectiveTime(DP_ALL_REDUCE, 2, TiedBytes(), in_.tied_link);
+  }
+  // With dp > 1 the copy has a DP bucket of its own at the step's end, whose op also carries the
+  // all-reduce between the copies (the simulator moves its DP traffic only); with dp 1 that
+  // all-reduce is OPTIMIZER_STEP's.
+  bool TiedBucket() const { return TiedAcrossStages() && EndStage() && in_.dp > 1; }
+  double TiedSyncSeconds() const {
+    return TiedAcrossStages() && EndStage() && in_.dp == 1 ? TiedAllReduceSeconds() : 0;
+  }
+  // A tied bucket's op: chunk and layer -1 (a layer's bucket names its layer, a chunk's its chunk).
+  Op TiedOp(OpKind kind, Phase phase) const {
+    Op op = DpOpOfBytes(kind, -1, TiedBytes());
+    op.set_phase(phase);
+    if (kind != DP_ALL_GATHER) op.set_duration_s(op.duration_s() + TiedAllReduceSeconds());
+    return op;
   }
 
   // `phase`: the pass it serves (a ZeRO 3 gather before a backward is BACKWARD).
@@ -86,7 +124,7 @@ class StageBuilder {
   }
 
   Op DpOp(OpKind kind, int chunk) const {
-    return DpOpOfBytes(kind, chunk, kActivationBytes * ChunkParams(chunk));
+    return DpOpOfBytes(kind, chunk, kActivationBytes * ChunkBucketParams(chunk));
   }
 
   Op DpOpOfBytes(OpKind kind, int chunk, double bytes) const {
@@ -148,7 +186,7 @@ class StageBuilder {
     if (in_.zero_stage >= 1) local_params /= in_.dp;
     const OpCost opt = OptimizerCost(local_params);
     Op op = MakeOp(OPTIMIZER_STEP, COMPUTE, OPTIMIZER, CLOSED_FORM,
-                   in_.layer.cost->OptimizerStepTime(local_params, in_.data_pipeline_overlap));
+                   in_.layer.cost->OptimizerStepTime(local_params, in_.data_pipeline_overlap) + TiedSyncSeconds());
     op.set_mem_bytes(opt.bytes);
     w_.Chain(std::move(op));
   }
@@ -190,8 +228,6 @@ class StageBuilder {
         in_.dp > 1 && in_.overlap_dp &&
         (Zero3() || (first_forward && GatherOnce()) || last_backward);
     if (beside_dp) ctx.compute_scale *= 1 + ctx.cost->constants().overlap_slowdown;
-    if (u.forward && g == 0) EmitEmbedding(w_, ctx, FORWARD, place);
-    if (!u.forward && g == v_total_ - 1) EmitHead(w_, ctx, BACKWARD, place);
     // DeepSpeed releases a layer's parameters after each forward, so with full recompute the
     // backward gathers them twice: for the recomputed forward and for the backward itself.
     const int gathers = !u.forward && in_.layer.recompute == RECOMPUTE_FULL ? 2 : 1;
@@ -205,7 +241,8 @@ class StageBuilder {
       return ids;
     };
     std::vector<uint32_t> next_gathers;
-    for (size_t i = 0; i < order.size(); ++i) {
+    // The parameters of order[i]'s bucket are there before what follows uses them.
+    auto await_params = [&](size_t i) {
       const int layer = order[i];
       if (Zero3() && !in_.overlap_dp) {
         for (int k = 0; k < gathers; ++k) {
@@ -218,20 +255,38 @@ class StageBuilder {
       } else if (first_forward && GatherOnce() && in_.overlap_dp) {
         w_.AlsoWaitFor(prefetched_.at(layer));
       }
+    };
+    // The embedding's forward and the head's backward read the first bucket's parameters (layer
+    // 0's holds the embedding, the last layer's the final LayerNorm and head).
+    await_params(0);
+    const bool reads_tied = first_forward && tied_gather_ >= 0 && (g == 0 || g == v_total_ - 1);
+    if (reads_tied) w_.AlsoWaitFor(static_cast<uint32_t>(tied_gather_));
+    if (u.forward && g == 0) EmitEmbedding(w_, ctx, FORWARD, place);
+    if (!u.forward && g == v_total_ - 1) EmitHead(w_, ctx, BACKWARD, place);
+    // The bucket with the word embedding (layer 0's) goes after the embedding's backward.
+    auto post_bucket = [&](int layer) {
+      const OpKind kind = Zero3() ? DP_REDUCE_SCATTER : GradSyncKind();
+      const uint32_t id = w_.Add(DpLayerOp(kind, u.chunk, layer, u.microbatch, BACKWARD), w_.frontier());
+      grad_syncs_.push_back(id);
+      if (!in_.overlap_dp) w_.AlsoWaitFor(id);
+    };
+    bool first_layer_bucket = false;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const int layer = order[i];
+      if (i > 0) await_params(i);
       place.layer = layer;
       EmitLayer(w_, ctx, u.forward ? FORWARD : BACKWARD, place);
       const bool bucket = in_.dp > 1 && !u.forward && (Zero3() || (last_backward && in_.overlap_dp));
-      if (bucket) {
-        const OpKind kind = Zero3() ? DP_REDUCE_SCATTER : GradSyncKind();
-        const uint32_t id =
-            w_.Add(DpLayerOp(kind, u.chunk, layer, u.microbatch, BACKWARD), w_.frontier());
-        grad_syncs_.push_back(id);
-        if (!in_.overlap_dp) w_.AlsoWaitFor(id);
+      if (bucket && layer == 0) {
+        first_layer_bucket = true;
+      } else if (bucket) {
+        post_bucket(layer);
       }
     }
     place.layer = -1;
     if (u.forward && g == v_total_ - 1) EmitHead(w_, ctx, FORWARD, place);
     if (!u.forward && g == 0) EmitEmbedding(w_, ctx, BACKWARD, place);
+    if (first_layer_bucket) post_bucket(0);
   }
 
   const int stage_;
@@ -243,6 +298,7 @@ class StageBuilder {
   uint32_t unit_last_op_ = 0;
   std::vector<uint32_t> grad_syncs_;
   std::map<int, uint32_t> prefetched_;  // ZeRO 1/2 with overlap.dp: layer -> its all-gather
+  int64_t tied_gather_ = -1;            // the tied embedding's all-gather (ZeRO), -1: none
 };
 
 }  // namespace

@@ -15,8 +15,15 @@
 // order of first use (so only the first is exposed). ZeRO 3 (DeepSpeed): every forward and backward
 // of a layer first all-gathers its parameters (overlapped: the next layer's gather is prefetched
 // while this one runs) and every backward reduce-scatters its gradients.
-// OPTIMIZER_STEP waits for every DP collective; it carries the optimizer update and the per-step
-// host time (CostModel::OptimizerStepTime).
+// A DP bucket of a layer holds its parameters, plus the word embedding with layer 0 (when it is
+// not tied across stages) and the final LayerNorm with the last layer; the bucket with the
+// embedding goes after the embedding's backward.
+// The LM head is tied to the word embedding (GPT-2, Megatron-LM). With pp > 1 the first and the
+// last stage each hold a copy, whose gradients are summed (Megatron-LM's embedding group) at the
+// step's end, then reduced over DP (and gathered under ZeRO 1/2): that sync is part of those
+// stages' OPTIMIZER_STEP, so their buckets leave the embedding out.
+// OPTIMIZER_STEP waits for every DP collective; it carries the tied embedding's sync, the
+// optimizer update and the per-step host time (CostModel::OptimizerStepTime).
 // Not thread-safe per output; independent stages may be built concurrently.
 #pragma once
 
@@ -43,6 +50,9 @@ struct StageInputs {
   std::vector<double> pp_send_s, pp_recv_s;
   // This stage's DP ring hop (representative to successor), for the DP collectives' estimate.
   LinkFigures dp_link;
+  // With pp > 1, on the first and the last stage: the route between the two copies of the tied
+  // word embedding (first stage to last, same TP and DP position), for their all-reduce.
+  LinkFigures tied_link;
 };
 
 // The tag of the PP transfer that virtual stage `sender` (0..virtual_stages-1) sends for

@@ -1,21 +1,22 @@
 // The communication lane (exec/comm_lane.h) and DP overlap (exec/distributed_optimizer.h) in one
 // process: a stage of two model chunks whose DP group is faked by MirrorCommunicator (every other
 // replica holds this one's data), a DP collective held until the compute thread runs a kernel
-// (RendezvousDevice), and the trace's event intervals: with layout.overlap.dp the chunk's reduction runs while
-// the backward of the other chunk computes; without it, it never overlaps compute. Either way the
-// parameters come out bitwise equal.
+// (RendezvousDevice), and the trace's event intervals: with layout.overlap.dp the program reduces
+// each layer's bucket on the lane while the backward of the layers below computes; without it,
+// a chunk's reduction runs on the compute thread where the program chains it, never beside
+// compute. Either way the parameters come out bitwise equal, and every DP op is the program's.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "exec/comm_lane.h"
 #include "exec/distributed_optimizer.h"
 #include "exec/program_interpreter.h"
 #include "exec/self_communicator.h"
-#include "planner/schedule.h"
 #include "tests/exec/tiny_run.h"
 
 namespace megascale::exec {
@@ -52,7 +53,7 @@ class MirrorCommunicator : public SelfCommunicator {
 };
 
 // Makes "a DP collective is in flight while the compute thread runs a kernel" happen whenever the
-// code allows it, whatever the machine's load: once armed (after chunk 1's gradients are posted),
+// code allows it, whatever the machine's load: once armed (when the first reduction is issued),
 // the next backward GEMM waits (up to kPatience) for a DP collective to be in flight, and a DP
 // collective returns only once a GEMM has run since it began (or after kPatience). With overlap
 // the two meet at once; without it the compute thread is never computing while the collective
@@ -102,23 +103,42 @@ class HeldDpCommunicator : public CommunicatorWrapper {
   RendezvousDevice* device_;
 };
 
+// The optimizer's DP ops, arming the device when the first reduction is issued.
+class ArmingRunner : public DpOpRunner {
+ public:
+  ArmingRunner(DpOpRunner* inner, RendezvousDevice* device) : inner_(inner), device_(device) {}
+  std::shared_future<Status> IssueDpOp(const Op& op, OpRecorder* rec) override {
+    const bool first = op.kind() != DP_ALL_GATHER && !armed_once_;
+    armed_once_ |= first;
+    if (first) device_->armed = true;
+    return inner_->IssueDpOp(op, rec);
+  }
+
+ private:
+  DpOpRunner* inner_;
+  RendezvousDevice* device_;
+  bool armed_once_ = false;
+};
+
 struct StepResult {
   std::vector<float> params;
   std::vector<TraceEvent> events;
   size_t buckets = 0;
-  double norm_bytes = 0;  // what the global norm's all-reduce moves: a double per full-layout tensor
-  uint32_t dp_planned = 0;  // the program's DP ops (the optimizer's own are numbered after them)
+  int dp_reductions_planned = 0;  // the program's DP reductions
+  std::map<uint32_t, uint32_t> seq_of;  // DP op id -> the program's collective_seq
 };
 
 // One training step of a one-stage pipeline with two model chunks (interleaved order) and a DP
-// group of 2, with or without the lane.
-StepResult RunOneStep(bool overlap, int zero_stage) {
+// group of 2, with or without DP overlap (and so the lane). ZeRO 0: the mirror's all-gather cannot
+// fake ZeRO's parameter gathers (tests/exec_mpi runs ZeRO with real replicas).
+StepResult RunOneStep(bool overlap) {
   // The plan of that layout (the interpreter runs its stage program); its model is the tiny GPT's.
   testing::TinySpec t;
   t.dp = 2;
   t.vp = 2;
   t.vocab = 64;
-  t.zero_stage = zero_stage;
+  t.zero_stage = 0;
+  t.overlap_dp = overlap;
   const Result<Plan> plan = testing::TinyPlan(t);
   EXPECT_TRUE(plan.ok()) << plan.status().ToString();
   const ModelSpec& spec = plan->model();
@@ -137,8 +157,8 @@ StepResult RunOneStep(bool overlap, int zero_stage) {
   if (overlap) groups.dp_lane = std::make_unique<HeldDpCommunicator>(&mirror_lane, &device);
   SelfCommunicator world;
   OptimizerSetup opt;
-  opt.zero_stage = zero_stage;
-  DistributedOptimizer optimizer(&model, &groups, &world, opt);
+  DistributedOptimizer optimizer(&model, &groups, &world, plan->stages(0), opt);
+  ArmingRunner runner(&optimizer, &device);
 
   OpShape shape;
   shape.model = spec;
@@ -155,14 +175,9 @@ StepResult RunOneStep(bool overlap, int zero_stage) {
   for (int k = 0; k < m; ++k) data[k] = {tokens.data() + k * T, tokens.data() + k * T + 1};
   StepSetup schedule;
   schedule.loss_scale = 1.0f / (m * 2);
-  schedule.chunk_grads_done = [&](int chunk) {
-    const Status posted = optimizer.ChunkGradsDone(chunk, &recorder);
-    device.armed = chunk == 1;
-    return posted;
-  };
 
   StepResult r;
-  StageInterpreter interpreter(plan->stages(0), &model, &groups, ctx);
+  StageInterpreter interpreter(plan->stages(0), &model, &groups, ctx, &runner);
   interpreter.BeginStep();
   Result<double> loss = interpreter.RunPasses(data, schedule);
   EXPECT_TRUE(loss.ok()) << loss.status().ToString();
@@ -172,14 +187,16 @@ StepResult RunOneStep(bool overlap, int zero_stage) {
   r.params.assign(model.params(), model.params() + model.local().total);
   r.events = recorder.TakeEvents();
   r.buckets = optimizer.buckets();
-  r.norm_bytes = 8.0 * model.full_layout().tensors.size();
-  for (const Op& op : plan->stages(0).ops()) r.dp_planned += op.group() == DP_GROUP;
+  for (const Op& op : plan->stages(0).ops()) {
+    if (op.group() != DP_GROUP) continue;
+    r.dp_reductions_planned += op.kind() != DP_ALL_GATHER;
+    r.seq_of[op.id()] = op.collective_seq();
+  }
   return r;
 }
 
-// A DP gradient reduction (not the norm's all-reduce, which the recorder also files under DP).
-bool IsGradReduction(const StepResult& r, const TraceEvent& e) {
-  return e.kind() == DP_REDUCE_SCATTER || (e.kind() == DP_ALL_REDUCE && e.bytes() != r.norm_bytes);
+bool IsGradReduction(const StepResult&, const TraceEvent& e) {
+  return e.kind() == DP_REDUCE_SCATTER || e.kind() == DP_ALL_REDUCE;
 }
 
 // The gradient reductions that overlap some compute op in time.
@@ -203,61 +220,41 @@ int GradReductions(const StepResult& r) {
   return n;
 }
 
-TEST(DpOverlap, ChunkReductionRunsDuringTheBackwardOnlyWithOverlap) {
-  for (int zero : {0, 1}) {
-    SCOPED_TRACE("ZeRO " + std::to_string(zero));
-    const StepResult on = RunOneStep(true, zero), off = RunOneStep(false, zero);
-    // One bucket per chunk with overlap; the whole array at the step's end without.
-    EXPECT_EQ(on.buckets, 2u);
-    EXPECT_EQ(off.buckets, 1u);
-    EXPECT_EQ(GradReductions(on), 2);
-    EXPECT_EQ(GradReductions(off), 1);
-    // Chunk 1 ends its backwards first; its reduction runs while chunk 0's backward computes.
-    EXPECT_GE(OverlappingReductions(on), 1);
-    EXPECT_EQ(OverlappingReductions(off), 0);
-    // The same sums in the same order: the same parameters, bit for bit.
-    ASSERT_EQ(on.params.size(), off.params.size());
-    EXPECT_EQ(0, std::memcmp(on.params.data(), off.params.data(), 4 * on.params.size()));
-  }
+TEST(DpOverlap, LayerReductionsRunDuringTheBackwardOnlyWithOverlap) {
+  const StepResult on = RunOneStep(true), off = RunOneStep(false);
+  // The program's buckets: one per layer with overlap (4 layers), one per chunk without.
+  EXPECT_EQ(on.buckets, 4u);
+  EXPECT_EQ(off.buckets, 2u);
+  EXPECT_EQ(GradReductions(on), on.dp_reductions_planned);
+  EXPECT_EQ(GradReductions(off), off.dp_reductions_planned);
+  EXPECT_EQ(on.dp_reductions_planned, 4);
+  EXPECT_EQ(off.dp_reductions_planned, 2);
+  // A layer's reduction runs while the layers below compute their backward.
+  EXPECT_GE(OverlappingReductions(on), 1);
+  EXPECT_EQ(OverlappingReductions(off), 0);
+  // The same sums in the same order: the same parameters, bit for bit.
+  ASSERT_EQ(on.params.size(), off.params.size());
+  EXPECT_EQ(0, std::memcmp(on.params.data(), off.params.data(), 4 * on.params.size()));
 }
 
-TEST(DpOverlap, LaneEventsAreOnTheDpLaneInEndOrderAndNumbered) {
-  const StepResult on = RunOneStep(true, 1);
-  uint32_t next_seq = on.dp_planned;  // outside the program: numbered after the program's DP ops
-  EXPECT_GT(on.dp_planned, 0u);
-  for (size_t i = 0; i < on.events.size(); ++i) {
-    const TraceEvent& e = on.events[i];
-    if (i > 0) {
-      EXPECT_LE(on.events[i - 1].end_ns(), e.end_ns()) << "TraceSink needs end order";
-    }
-    if (e.group() == DP_GROUP) {
-      EXPECT_EQ(e.lane(), DP_COMM);
-      EXPECT_EQ(e.collective_seq(), next_seq++);  // one thread issues them: numbered in order
-    }
-    if (e.kind() == DP_REDUCE_SCATTER) {
-      EXPECT_EQ(e.phase(), BACKWARD);
-      EXPECT_GE(e.chunk(), 0) << "a chunk's bucket names its chunk";
-    }
-  }
-}
-
-TEST(DpOverlap, LowerChunksEndTheirBackwardsLast) {
-  // What StageModel::GradChunk relies on: a gradient shared by chunks is final after the lowest.
-  for (int pp : {1, 2, 4}) {
-    for (int vp : {1, 2, 3}) {
-      for (int m : {pp, 2 * pp, 3 * pp}) {
-        for (int stage = 0; stage < pp; ++stage) {
-          const std::vector<ScheduleUnit> units = StageSchedule(stage, pp, vp, m);
-          std::vector<int> last(vp, -1);
-          for (size_t i = 0; i < units.size(); ++i) {
-            if (!units[i].forward) last[units[i].chunk] = static_cast<int>(i);
-          }
-          for (int c = 1; c < vp; ++c) {
-            EXPECT_LT(last[c], last[c - 1]) << "pp " << pp << " vp " << vp << " m " << m << " stage " << stage;
-          }
-        }
+TEST(DpOverlap, DpEventsAreTheProgramsOnTheDpLaneInEndOrder) {
+  for (bool overlap : {true, false}) {
+    const StepResult r = RunOneStep(overlap);
+    int dp_events = 0;
+    for (size_t i = 0; i < r.events.size(); ++i) {
+      const TraceEvent& e = r.events[i];
+      if (i > 0) {
+        EXPECT_LE(r.events[i - 1].end_ns(), e.end_ns()) << "TraceSink needs end order";
       }
+      if (e.group() != DP_GROUP) continue;
+      ++dp_events;
+      EXPECT_EQ(e.lane(), DP_COMM);
+      ASSERT_TRUE(r.seq_of.count(e.op_id())) << "op " << e.op_id() << " is not one of the program's DP ops";
+      EXPECT_EQ(e.collective_seq(), r.seq_of.at(e.op_id()));
+      EXPECT_EQ(e.phase(), BACKWARD);
+      EXPECT_GE(e.chunk(), 0) << "a bucket names its chunk";
     }
+    EXPECT_EQ(dp_events, static_cast<int>(r.seq_of.size()));
   }
 }
 

@@ -30,6 +30,7 @@ struct TinySpec {
   int zero_stage = 1;
   Recompute recompute = RECOMPUTE_NONE;
   bool overlap_pp = true;
+  bool overlap_dp = true;
   int steps = 5;
 };
 
@@ -55,6 +56,7 @@ inline Scenario TinyScenario(const TinySpec& t) {
   l->set_zero_stage(t.zero_stage);
   l->set_recompute(t.recompute);
   l->mutable_overlap()->set_pp(t.overlap_pp);
+  l->mutable_overlap()->set_dp(t.overlap_dp);
   const int gpus = t.tp * t.pp * t.dp;
   s.mutable_cluster()->set_gpu("A100");
   s.mutable_cluster()->set_num_gpus(gpus);

@@ -1,10 +1,14 @@
 // DP in the stage programs: per-layer gradient buckets and parameter gathers when overlapped,
 // ZeRO 3's gathers around every pass, and the switches whose cost the model carries (kernels,
 // data-pipeline overlap, compute slowed beside overlapped DP traffic).
+#include <algorithm>
 #include <map>
 
 #include <gtest/gtest.h>
 
+#include "planner/cost_model.h"
+#include "planner/memory.h"
+#include "planner/op_costs.h"
 #include "planner/plan_builder.h"
 #include "planner/plan_with_constants.h"
 #include "tests/planner/scenarios.h"
@@ -54,9 +58,108 @@ TEST(DpProgram, Zero3MovesEveryParameterOncePerGather) {
     if (op.kind() == DP_ALL_GATHER && op.phase() == FORWARD) gathered += op.comm_bytes();
     if (op.kind() == DP_REDUCE_SCATTER) reduced += op.comm_bytes();
   }
-  const double params = 4 * LayerParams(s.model()) + 2 * EmbeddingParams(s.model());
+  // One stage: the tied head is the embedding itself, counted once (with layer 0's bucket).
+  const double params = 4 * LayerParams(s.model()) + EmbeddingParams(s.model());
   EXPECT_DOUBLE_EQ(gathered, 2 * params);
   EXPECT_DOUBLE_EQ(reduced, 2 * params);
+}
+
+// The bucket holding the word embedding goes after the embedding's backward; the embedding's
+// forward waits for the gather of the parameters it reads (layer 0's bucket).
+TEST(DpProgram, TheEmbeddingsBucketFollowsItsBackwardAndItsForwardWaitsForItsGather) {
+  Scenario s = testing::TinyScenario(1, 1, 4, 1, 2);
+  s.mutable_layout()->set_zero_stage(1);
+  const Plan plan = Build(s);
+  const StageProgram& p = plan.stages(0);
+  int last_embedding_bwd = -1, layer0_bucket = -1, first_embedding_fwd = -1, layer0_gather = -1;
+  for (const Op& op : p.ops()) {
+    if (op.kind() == EMBEDDING && op.phase() == BACKWARD) last_embedding_bwd = static_cast<int>(op.id());
+    if (op.kind() == EMBEDDING && op.phase() == FORWARD && first_embedding_fwd < 0) first_embedding_fwd = static_cast<int>(op.id());
+    if (op.kind() == DP_REDUCE_SCATTER && op.layer() == 0) layer0_bucket = static_cast<int>(op.id());
+    if (op.kind() == DP_ALL_GATHER && op.layer() == 0) layer0_gather = static_cast<int>(op.id());
+  }
+  ASSERT_GE(layer0_bucket, 0);
+  ASSERT_GE(layer0_gather, 0);
+  EXPECT_GT(layer0_bucket, last_embedding_bwd);
+  const Op& bucket = p.ops(layer0_bucket);
+  EXPECT_TRUE(std::find(bucket.deps().begin(), bucket.deps().end(), static_cast<uint32_t>(last_embedding_bwd)) !=
+              bucket.deps().end());
+  const Op& embedding = p.ops(first_embedding_fwd);
+  EXPECT_TRUE(std::find(embedding.deps().begin(), embedding.deps().end(), static_cast<uint32_t>(layer0_gather)) !=
+              embedding.deps().end());
+}
+
+// With pp > 1 the tied head's copy and the embedding are summed at the end of the stage's passes:
+// no layer's bucket carries the word embedding; each end stage has a tied bucket of its own
+// (layer and chunk -1), gathered first thing under ZeRO; with dp 1 OPTIMIZER_STEP carries the sum.
+TEST(DpProgram, ATiedEmbeddingAcrossStagesHasABucketOfItsOwn) {
+  Scenario s = testing::TinyScenario(1, 2, 4, 1, 2);  // pp 2, dp 4
+  s.mutable_layout()->set_zero_stage(1);
+  const Plan plan = Build(s);
+  const ModelSpec& m = plan.model();
+  const double word = 1.0 * m.vocab() * m.hidden();
+  const CostModel cost(plan.cluster());
+  for (int stage = 0; stage < 2; ++stage) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    const StageProgram& p = plan.stages(stage);
+    double layer_params = 0;
+    int tied_reductions = 0, tied_gather = -1, first_dp = -1;
+    for (const Op& op : p.ops()) {
+      if (op.group() == DP_GROUP && first_dp < 0) first_dp = static_cast<int>(op.id());
+      const bool tied = op.group() == DP_GROUP && op.layer() < 0 && op.chunk() < 0;
+      if (op.kind() == DP_REDUCE_SCATTER && !tied) layer_params += op.comm_bytes() / kActivationBytes;
+      if (op.kind() == DP_REDUCE_SCATTER && tied) {
+        ++tied_reductions;
+        EXPECT_DOUBLE_EQ(op.comm_bytes(), kActivationBytes * word);
+        EXPECT_GT(op.duration_s(), 0);
+      }
+      if (op.kind() == DP_ALL_GATHER && tied) tied_gather = static_cast<int>(op.id());
+      if (op.kind() == OPTIMIZER_STEP) {
+        EXPECT_NEAR(op.duration_s(), cost.OptimizerStepTime(ChunkParamsPerGpu(m, 1, stage, 2) / 4, true), 1e-12);
+      }
+    }
+    EXPECT_EQ(tied_reductions, 1);
+    EXPECT_EQ(tied_gather, first_dp);
+    const double lnf = stage == 1 ? EmbeddingParams(m) - word : 0;
+    EXPECT_DOUBLE_EQ(layer_params, 2 * LayerParams(m) + lnf);
+  }
+  // Stage 0's embedding forward waits for the tied gather.
+  for (const Op& op : plan.stages(0).ops()) {
+    if (op.kind() != EMBEDDING || op.phase() != FORWARD) continue;
+    const Op& gather = plan.stages(0).ops(0);
+    EXPECT_EQ(gather.kind(), DP_ALL_GATHER);
+    EXPECT_TRUE(std::find(op.deps().begin(), op.deps().end(), gather.id()) != op.deps().end());
+    break;
+  }
+  // dp 1: no DP op; the end stages' OPTIMIZER_STEP carries the copies' all-reduce.
+  Scenario one = testing::TinyScenario(1, 2, 1, 1, 2);
+  const Plan p1 = Build(one);
+  for (int stage = 0; stage < 2; ++stage) {
+    for (const Op& op : p1.stages(stage).ops()) {
+      EXPECT_NE(op.group(), DP_GROUP);
+      if (op.kind() == OPTIMIZER_STEP) {
+        EXPECT_GT(op.duration_s(), CostModel(p1.cluster()).OptimizerStepTime(ChunkParamsPerGpu(m, 1, stage, 2), true));
+      }
+    }
+  }
+  // The middle stage of a deeper pipeline holds no copy: no tied bucket.
+  const Plan deep = Build(testing::TinyScenario(1, 4, 2, 1, 4));
+  for (const Op& op : deep.stages(1).ops()) {
+    EXPECT_FALSE(op.group() == DP_GROUP && op.layer() < 0 && op.chunk() < 0) << "op " << op.id();
+  }
+}
+
+// Paired PP exchanges wait for a unit's compute, not for a gradient bucket running beside it.
+TEST(DpProgram, ReceivesNeverWaitForABucket) {
+  Scenario s = testing::TinyScenario(1, 2, 4, 1, 4);
+  s.mutable_layout()->mutable_overlap()->set_pp(false);
+  const Plan plan = Build(s);
+  for (const StageProgram& p : plan.stages()) {
+    for (const Op& op : p.ops()) {
+      if (op.kind() != PP_RECV) continue;
+      for (uint32_t dep : op.deps()) EXPECT_NE(p.ops(dep).lane(), DP_COMM) << "receive op " << op.id();
+    }
+  }
 }
 
 TEST(DpProgram, OverlappedZero1BucketsPerLayer) {
