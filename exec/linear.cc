@@ -21,7 +21,7 @@ void LinearForward(float* out, const float* inp, const float* w, const float* b,
 void LinearBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
                     const float* w, int N, int C, int OC) {
   // dinp[n,:] += sum_j dout[n,j] * W[j,:]   (rows of W scaled and added: contiguous inner loop)
-  for (int n = 0; n < N; ++n) {
+  for (int n = 0; n < N && dinp != nullptr; ++n) {
     const float* d = dout + static_cast<size_t>(n) * OC;
     float* dx = dinp + static_cast<size_t>(n) * C;
     for (int j = 0; j < OC; ++j) {
@@ -29,7 +29,7 @@ void LinearBackward(float* dinp, float* dw, float* db, const float* dout, const 
     }
   }
   // dW[j,:] += sum_n dout[n,j] * inp[n,:];  db[j] += sum_n dout[n,j]
-  for (int j = 0; j < OC; ++j) {
+  for (int j = 0; j < OC && dw != nullptr; ++j) {
     float* dwr = dw + static_cast<size_t>(j) * C;
     float dbj = 0.0f;
     for (int n = 0; n < N; ++n) {

@@ -8,7 +8,10 @@
 //    (stored as its own (OC, C/tp) matrix) and its slice of inp; it calls it with C/tp and b only on
 //    rank 0 (nullptr elsewhere); the outputs are partial sums that an all-reduce (or
 //    reduce-scatter with sequence parallelism) adds up.
-// Backward accumulates into dinp, dW, db (db may be nullptr when b was).
+// Backward accumulates into dinp, dW, db (db may be nullptr when b was). dinp nullptr: only the
+// weight gradients; dw (and db) nullptr: only dinp. Rows are independent for dinp, so a
+// caller may compute it block by block (TP overlap, exec/tp_block.h) and dW once over all rows,
+// bitwise as one call.
 #pragma once
 
 namespace megascale {

@@ -1,5 +1,6 @@
 #include "exec/op_recorder.h"
 
+#include <algorithm>
 #include <string>
 
 #include "traces/event_name.h"
@@ -75,12 +76,12 @@ void OpRecorder::CheckDevice(OpKind kind, uint32_t id) {
 }
 
 void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group,
-                        Lane lane, uint32_t id) {
+                        Lane lane, uint32_t id, int64_t ended_ns) {
   Placement where = PlacementOf(kind);
   if (group != NO_GROUP) where.group = group;
   where.lane = lane;
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t end_ns = device_->NowNs();
+  const int64_t end_ns = ended_ns >= 0 ? ended_ns : device_->NowNs();
   TraceEvent e;
   e.set_rank(rank_);
   e.set_step(step_);
@@ -110,6 +111,9 @@ std::vector<TraceEvent> OpRecorder::TakeEvents() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<TraceEvent> out;
   out.swap(events_);
+  // An op that ended before the last one recorded (a collective beside a GEMM) goes back in place.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const TraceEvent& a, const TraceEvent& b) { return a.end_ns() < b.end_ns(); });
   return out;
 }
 

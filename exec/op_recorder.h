@@ -111,11 +111,39 @@ class OpRecorder {
     Record(unit, kind, start_ns, bytes, group, lane, id);
     return s;
   }
+  // Runs f (which takes int64_t* comm_end_ns and returns Status) as two of the compute thread's
+  // ops that run side by side, `first` then `second` in the program's order: one a TP collective
+  // moving `bytes` per rank, the other a compute op (a GEMM fed by the collective's pieces as
+  // they arrive, or feeding them). Both start now; the collective ends at *comm_end_ns (f sets it
+  // when its last piece is there), the compute op when f returns.
+  template <typename F>
+  Status SideBySide(OpKind first, OpKind second, double bytes, F&& f) {
+    const uint32_t a = Claim(first);
+    const uint32_t b = Claim(second);
+    if (!failure_.ok()) {
+      Release(a);
+      Release(b);
+      return failure_;
+    }
+    const int64_t start = device_->NowNs();
+    int64_t comm_end = start;
+    Status s = f(&comm_end);
+    device_->Synchronize();
+    const bool first_is_comm = LaneOf(first) == TP_COMM;
+    const OpKind compute = first_is_comm ? second : first;
+    const uint32_t compute_id = first_is_comm ? b : a;
+    Record(unit_, first_is_comm ? first : second, start, bytes, NO_GROUP, TP_COMM, first_is_comm ? a : b, comm_end);
+    Record(unit_, compute, start, 0.0, NO_GROUP, COMPUTE, compute_id);
+    Release(a);
+    Release(b);
+    CheckDevice(compute, compute_id);
+    return s;
+  }
   // The lane an op of this kind runs on when nothing overrides it.
   static Lane LaneOf(OpKind kind);
 
   int64_t origin_ns() const { return origin_ns_; }
-  // The events recorded since the last call, in end order.
+  // The events recorded since the last call, in end order (stable).
   std::vector<TraceEvent> TakeEvents();
 
  private:
@@ -123,10 +151,10 @@ class OpRecorder {
   // outside the program). A refusal becomes failure().
   uint32_t Claim(OpKind kind);
   void Release(uint32_t id);
-  // Ends the op now (the clock is read under the lock: end order). id kUnplanned: the next id
-  // outside the program (in end order without a gate).
+  // Ends the op at end_ns, or now (the clock read under the lock) when end_ns is -1. id kUnplanned:
+  // the next id outside the program (in end order without a gate).
   void Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group, Lane lane,
-              uint32_t id);
+              uint32_t id, int64_t end_ns = -1);
   void CheckDevice(OpKind kind, uint32_t id);
 
   Device* device_;

@@ -46,6 +46,7 @@ StageModel::StageModel(const GptConfig& config, const StageSetup& setup, Device*
       params_(device, local_.total),
       grads_(device, local_.total) {
   dims_.recompute = setup.recompute;
+  dims_.overlap_tp = setup.overlap_tp && dims_.split();
 }
 
 StageModel::~StageModel() = default;
@@ -137,8 +138,9 @@ Status StageModel::Forward(const TpContext& ctx, int chunk, int mb, const MicroB
       device_->LayerNormForward(acts->lnf.data(), acts->lnf_mean.data(), acts->lnf_rstd.data(), x, P("lnf_w"),
                                 P("lnf_b"), d.rows, C);
     });
-    MS_ASSIGN_OR_RETURN(const float* y, regions.EnterForward(acts->lnf.data(), acts->lnf_full.data()));
-    rec->Compute(LM_HEAD, [&] { device_->LinearForward(logits.data(), y, P(head_name()), nullptr, d.N, C, Vs); });
+    MS_RETURN_IF_ERROR(EnterAndLinear(ctx, d, regions, acts->lnf.data(), acts->lnf_full.data(), LM_HEAD,
+                                      P(head_name()), nullptr, Vs, logits.data())
+                           .status());
     Status gathered;
     rec->Compute(CROSS_ENTROPY, [&] {
       if (setup_.tp == 1) {
@@ -181,11 +183,9 @@ Status StageModel::Backward(const TpContext& ctx, int chunk, int mb, const Micro
     rec->Compute(CROSS_ENTROPY, [&] {
       device_->CrossEntropyBackward(dlogits.data(), a.probs.data(), data.targets, dloss, d.N, Vs, vocab_.begin);
     });
-    rec->Compute(LM_HEAD, [&] {
-      device_->LinearBackward(dy.data(), G(head_name()), nullptr, dlogits.data(), y, P(head_name()), d.N, C, Vs);
-    });
     // The head's input gradient is a partial sum over the vocabulary shards: f's backward.
-    MS_RETURN_IF_ERROR(regions.EnterBackward(dy.data(), dlnf.data()));
+    MS_RETURN_IF_ERROR(LinearBackwardAndEnter(ctx, d, regions, LM_HEAD, dy.data(), G(head_name()), nullptr,
+                                              dlogits.data(), y, P(head_name()), Vs, dlnf.data()));
     rec->Compute(LAYERNORM, [&] {
       device_->LayerNormBackward(dcur.data(), G("lnf_w"), G("lnf_b"), dlnf.data(), last, P("lnf_w"),
                                  a.lnf_mean.data(), a.lnf_rstd.data(), d.rows, C);

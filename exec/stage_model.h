@@ -37,6 +37,9 @@ struct StageSetup {
   // recomputes the layer (ops of phase RECOMPUTE) right before its backward, as the plan orders it;
   // SELECTIVE recomputes attention's probabilities (exec/tp_block.h).
   Recompute recompute = RECOMPUTE_NONE;
+  // The plan's layout.overlap.tp: with SP, each GEMM beside its TP all-gather or reduce-scatter,
+  // in blocks around the TP ring (exec/tp_block.h).
+  bool overlap_tp = false;
 };
 
 // The parameters a rank with this setup holds (its chunks' layers, embedding, head).

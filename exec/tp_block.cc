@@ -17,7 +17,107 @@ AttentionShape ShapeOf(const TpDims& d) {
   return s;
 }
 
+// A row-split linear layer's forward (no bias) on `in` (N,IC) and g's reduce-scatter of its
+// partial sums into `held` (rows,C); `plus` (N,C) or null: partial sums added first (the parallel
+// block's attention branch).
+Status LinearAndExit(const TpContext& ctx, const TpDims& d, TpRegions& regions, OpKind kind, const float* in,
+                     const float* w, int IC, const float* plus, float* partial, float* held) {
+  Device* dev = ctx.device;
+  const int C = d.C;
+  if (d.overlap_tp) {
+    DeviceBuffer own(dev, plus != nullptr ? Sz(d.rows, C) : 0);
+    return regions.ReduceScatterBeside(
+        held, kind,
+        [&](int first, int rows, float* out) {
+          if (plus == nullptr) {
+            dev->LinearForward(out, in + Sz(first, IC), w, nullptr, rows, IC, C);
+            return;
+          }
+          dev->LinearForward(own.data(), in + Sz(first, IC), w, nullptr, rows, IC, C);
+          dev->Copy(out, plus + Sz(first, C), Sz(rows, C));
+          dev->Add(out, own.data(), Sz(rows, C));
+        },
+        [] {});
+  }
+  ctx.recorder->Compute(kind, [&] {
+    if (plus == nullptr) {
+      dev->LinearForward(partial, in, w, nullptr, d.N, IC, C);
+      return;
+    }
+    DeviceBuffer own(dev, Sz(d.N, C));
+    dev->LinearForward(own.data(), in, w, nullptr, d.N, IC, C);
+    if (partial != plus) dev->Copy(partial, plus, Sz(d.N, C));
+    dev->Add(partial, own.data(), Sz(d.N, C));
+  });
+  return regions.ExitForward(partial, held);
+}
+
+// g's backward (all-gather of the output gradient `held` (rows,C) into `full` (N,C)) and the
+// backward of the row-split linear layer after it (in: its input (N,IC)): in sequence, or beside
+// each other, the input gradient block by block and the weight gradient once over all rows.
+// Returns the output gradient's (N,C) rows.
+Result<const float*> ExitAndLinearBackward(const TpContext& ctx, const TpDims& d, TpRegions& regions,
+                                           const float* held, float* full, OpKind kind, float* dinp, float* dw,
+                                           const float* in, const float* w, int IC) {
+  Device* dev = ctx.device;
+  const int C = d.C;
+  if (d.overlap_tp) {
+    MS_RETURN_IF_ERROR(regions.GatherBeside(
+        held, full, kind,
+        [&](int first, int rows) {
+          dev->LinearBackward(dinp + Sz(first, IC), nullptr, nullptr, full + Sz(first, C), in + Sz(first, IC), w,
+                              rows, IC, C);
+        },
+        [&] { dev->LinearBackward(nullptr, dw, nullptr, full, in, w, d.N, IC, C); }));
+    return static_cast<const float*>(full);
+  }
+  MS_ASSIGN_OR_RETURN(const float* dout, regions.ExitBackward(held, full));
+  ctx.recorder->Compute(kind, [&] { dev->LinearBackward(dinp, dw, nullptr, dout, in, w, d.N, IC, C); });
+  return dout;
+}
+
 }  // namespace
+
+// A linear layer's forward on the N rows of `in` (N,C) into out (N,OC), after f's all-gather: in
+// sequence, or with overlap.tp beside it, block by block. Returns the input's (N,C) rows.
+Result<const float*> EnterAndLinear(const TpContext& ctx, const TpDims& d, TpRegions& regions, const float* held,
+                                    float* full, OpKind kind, const float* w, const float* b, int OC, float* out) {
+  Device* dev = ctx.device;
+  const int C = d.C;
+  if (d.overlap_tp) {
+    MS_RETURN_IF_ERROR(regions.GatherBeside(
+        held, full, kind,
+        [&](int first, int rows) {
+          dev->LinearForward(out + Sz(first, OC), full + Sz(first, C), w, b, rows, C, OC);
+        },
+        [] {}));
+    return static_cast<const float*>(full);
+  }
+  MS_ASSIGN_OR_RETURN(const float* y, regions.EnterForward(held, full));
+  ctx.recorder->Compute(kind, [&] { dev->LinearForward(out, y, w, b, d.N, C, OC); });
+  return y;
+}
+
+// The backward of a column-split linear layer (dout (N,OC), in (N,C)) adding its input gradient
+// into dy (N,C), then f's backward (reduce-scatter of dy into `held` (rows,C)): in sequence, or
+// beside each other, dy block by block and the weight gradients once over all rows.
+Status LinearBackwardAndEnter(const TpContext& ctx, const TpDims& d, TpRegions& regions, OpKind kind, float* dy,
+                              float* dw, float* db, const float* dout, const float* in, const float* w, int OC,
+                              float* held) {
+  Device* dev = ctx.device;
+  const int C = d.C;
+  if (d.overlap_tp) {
+    return regions.ReduceScatterBeside(
+        held, kind,
+        [&](int first, int rows, float* out) {
+          dev->Copy(out, dy + Sz(first, C), Sz(rows, C));
+          dev->LinearBackward(out, nullptr, nullptr, dout + Sz(first, OC), in + Sz(first, C), w, rows, C, OC);
+        },
+        [&] { dev->LinearBackward(nullptr, dw, db, dout, in, w, d.N, C, OC); });
+  }
+  ctx.recorder->Compute(kind, [&] { dev->LinearBackward(dy, dw, db, dout, in, w, d.N, C, OC); });
+  return regions.EnterBackward(dy, held);
+}
 
 double TpRegions::bytes() const { return 4.0 * Sz(d_.N, d_.C); }
 
@@ -39,6 +139,75 @@ Status TpRegions::EnterBackward(float* partial, float* held) {
 }
 
 Result<const float*> TpRegions::ExitBackward(const float* held, float* full) { return EnterForward(held, full); }
+
+namespace {
+constexpr uint64_t kRingTag = 0x7000;  // p2p tags of the ring steps on the TP communicator
+}  // namespace
+
+Status TpRegions::GatherBeside(const float* held, float* full, OpKind gemm,
+                               const std::function<void(int, int)>& per_block, const std::function<void()>& finish) {
+  Communicator* tp = ctx_.tp;
+  Device* dev = ctx_.device;
+  const int n = tp->size(), r = tp->rank(), next = (r + 1) % n, prev = (r + n - 1) % n;
+  const size_t block = Sz(d_.rows, d_.C);
+  return ctx_.recorder->SideBySide(TP_ALL_GATHER, gemm, bytes(), [&](int64_t* comm_end) -> Status {
+    dev->Copy(full + r * block, held, block);
+    for (int s = 0; s < n; ++s) {
+      const int k = (r - s + n) % n;  // the block this rank holds at step s
+      std::unique_ptr<Communicator::PendingRecv> incoming;
+      if (s + 1 < n) {
+        const int in = (r - s - 1 + 2 * n) % n;
+        MS_ASSIGN_OR_RETURN(incoming, tp->PostRecv(full + in * block, block, prev, kRingTag + s));
+        dev->Synchronize();
+        MS_RETURN_IF_ERROR(tp->Send(full + k * block, block, next, kRingTag + s));
+      }
+      per_block(k * d_.rows, d_.rows);
+      if (incoming != nullptr) {
+        MS_RETURN_IF_ERROR(incoming->Wait());
+        *comm_end = dev->NowNs();
+      }
+    }
+    MS_RETURN_IF_ERROR(tp->WaitSends());
+    finish();
+    return Status::Ok();
+  });
+}
+
+Status TpRegions::ReduceScatterBeside(float* held, OpKind gemm, const std::function<void(int, int, float*)>& partial,
+                                      const std::function<void()>& finish) {
+  Communicator* tp = ctx_.tp;
+  Device* dev = ctx_.device;
+  const int n = tp->size(), r = tp->rank(), next = (r + 1) % n, prev = (r + n - 1) % n;
+  const size_t block = Sz(d_.rows, d_.C);
+  return ctx_.recorder->SideBySide(gemm, TP_REDUCE_SCATTER, bytes(), [&](int64_t* comm_end) -> Status {
+    DeviceBuffer mine(dev, block), acc(dev, block), in(dev, block);
+    std::unique_ptr<Communicator::PendingRecv> incoming;
+    for (int s = 0; s < n; ++s) {
+      // Block k's running sum comes from prev (its ranks' partials), this rank adds its own and
+      // passes it on; at the last step k is this rank's block.
+      const int k = (r - s - 1 + 2 * n) % n;
+      dev->Zero(mine.data(), block);
+      partial(k * d_.rows, d_.rows, mine.data());
+      float* sum = s + 1 < n ? acc.data() : held;
+      if (s == 0) {
+        dev->Copy(sum, mine.data(), block);
+      } else {
+        MS_RETURN_IF_ERROR(incoming->Wait());
+        dev->Copy(sum, in.data(), block);
+        dev->Add(sum, mine.data(), block);
+        *comm_end = dev->NowNs();
+      }
+      if (s + 1 < n) {
+        MS_ASSIGN_OR_RETURN(incoming, tp->PostRecv(in.data(), block, prev, kRingTag + s));
+        dev->Synchronize();
+        MS_RETURN_IF_ERROR(tp->Send(sum, block, next, kRingTag + s));
+      }
+    }
+    MS_RETURN_IF_ERROR(tp->WaitSends());
+    finish();
+    return Status::Ok();
+  });
+}
 
 Status TpRegions::AllReduce(float* data) {
   if (ctx_.tp->size() == 1) return Status::Ok();
@@ -96,31 +265,28 @@ Status TpBlockForward(const TpContext& ctx, const TpDims& d, const BlockParams& 
   OpRecorder* rec = ctx.recorder;
   TpRegions regions(ctx, d);
   const int N = d.N, C = d.C;
-  DeviceBuffer partial(dev, Sz(N, C)), mlp_partial(dev, Sz(N, C));
+  DeviceBuffer partial(dev, Sz(N, C));
 
   rec->Compute(LAYERNORM, [&] {
     dev->LayerNormForward(a->ln1.data(), a->ln1_mean.data(), a->ln1_rstd.data(), x, p.ln1_w, p.ln1_b, d.rows,
                           C);
   });
-  MS_ASSIGN_OR_RETURN(const float* y, regions.EnterForward(a->ln1.data(), a->ln1_full.data()));
-  rec->Compute(QKV_GEMM, [&] { dev->LinearForward(a->qkv.data(), y, p.qkv_w, p.qkv_b, N, C, d.qkv); });
+  MS_ASSIGN_OR_RETURN(const float* y, EnterAndLinear(ctx, d, regions, a->ln1.data(), a->ln1_full.data(), QKV_GEMM,
+                                                     p.qkv_w, p.qkv_b, d.qkv, a->qkv.data()));
   rec->Compute(ATTENTION,
                [&] { dev->AttentionForward(a->atty.data(), a->att.data(), a->qkv.data(), ShapeOf(d)); });
   if (d.recompute == RECOMPUTE_SELECTIVE) a->att = DeviceBuffer();  // recomputed in the backward
-  rec->Compute(ATTN_PROJ_GEMM, [&] {
-    dev->LinearForward(partial.data(), a->atty.data(), p.attproj_w, nullptr, N, d.attn, C);
-  });
 
   if (d.parallel_block) {
     // The MLP reads the same LayerNorm output; both partial sums leave through one g.
+    rec->Compute(ATTN_PROJ_GEMM, [&] {
+      dev->LinearForward(partial.data(), a->atty.data(), p.attproj_w, nullptr, N, d.attn, C);
+    });
     rec->Compute(FFN_UP_GEMM, [&] { dev->LinearForward(a->fch.data(), y, p.fc_w, p.fc_b, N, C, d.ffn); });
     rec->Compute(GELU, [&] { dev->GeluForward(a->fch_gelu.data(), a->fch.data(), N * d.ffn); });
-    rec->Compute(FFN_DOWN_GEMM, [&] {
-      dev->LinearForward(mlp_partial.data(), a->fch_gelu.data(), p.fcproj_w, nullptr, N, d.ffn, C);
-      dev->Add(partial.data(), mlp_partial.data(), Sz(N, C));
-    });
     DeviceBuffer branch(dev, Sz(d.rows, C));
-    MS_RETURN_IF_ERROR(regions.ExitForward(partial.data(), branch.data()));
+    MS_RETURN_IF_ERROR(LinearAndExit(ctx, d, regions, FFN_DOWN_GEMM, a->fch_gelu.data(), p.fcproj_w, d.ffn,
+                                     partial.data(), partial.data(), branch.data()));
     rec->Compute(RESIDUAL_ADD, [&] {
       dev->BiasForward(branch.data(), p.attproj_b, d.rows, C);
       dev->BiasForward(branch.data(), p.fcproj_b, d.rows, C);
@@ -129,7 +295,8 @@ Status TpBlockForward(const TpContext& ctx, const TpDims& d, const BlockParams& 
     return Status::Ok();
   }
 
-  MS_RETURN_IF_ERROR(regions.ExitForward(partial.data(), a->attproj.data()));
+  MS_RETURN_IF_ERROR(LinearAndExit(ctx, d, regions, ATTN_PROJ_GEMM, a->atty.data(), p.attproj_w, d.attn, nullptr,
+                                   partial.data(), a->attproj.data()));
   rec->Compute(RESIDUAL_ADD, [&] {
     dev->BiasForward(a->attproj.data(), p.attproj_b, d.rows, C);
     dev->ResidualForward(a->res2.data(), x, a->attproj.data(), d.rows * C);
@@ -138,14 +305,13 @@ Status TpBlockForward(const TpContext& ctx, const TpDims& d, const BlockParams& 
     dev->LayerNormForward(a->ln2.data(), a->ln2_mean.data(), a->ln2_rstd.data(), a->res2.data(), p.ln2_w,
                           p.ln2_b, d.rows, C);
   });
-  MS_ASSIGN_OR_RETURN(const float* y2, regions.EnterForward(a->ln2.data(), a->ln2_full.data()));
-  rec->Compute(FFN_UP_GEMM, [&] { dev->LinearForward(a->fch.data(), y2, p.fc_w, p.fc_b, N, C, d.ffn); });
+  MS_RETURN_IF_ERROR(EnterAndLinear(ctx, d, regions, a->ln2.data(), a->ln2_full.data(), FFN_UP_GEMM, p.fc_w,
+                                    p.fc_b, d.ffn, a->fch.data())
+                         .status());
   rec->Compute(GELU, [&] { dev->GeluForward(a->fch_gelu.data(), a->fch.data(), N * d.ffn); });
-  rec->Compute(FFN_DOWN_GEMM, [&] {
-    dev->LinearForward(mlp_partial.data(), a->fch_gelu.data(), p.fcproj_w, nullptr, N, d.ffn, C);
-  });
   DeviceBuffer fcproj(dev, Sz(d.rows, C));
-  MS_RETURN_IF_ERROR(regions.ExitForward(mlp_partial.data(), fcproj.data()));
+  MS_RETURN_IF_ERROR(LinearAndExit(ctx, d, regions, FFN_DOWN_GEMM, a->fch_gelu.data(), p.fcproj_w, d.ffn, nullptr,
+                                   partial.data(), fcproj.data()));
   rec->Compute(RESIDUAL_ADD, [&] {
     dev->BiasForward(fcproj.data(), p.fcproj_b, d.rows, C);
     dev->ResidualForward(a->out.data(), a->res2.data(), fcproj.data(), d.rows * C);
@@ -163,23 +329,11 @@ Status TpBlockBackward(const TpContext& ctx, const TpDims& d, const BlockParams&
   DeviceBuffer dgelu(dev, Sz(N, d.ffn)), dfch(dev, Sz(N, d.ffn));
   DeviceBuffer datty(dev, Sz(N, d.attn)), dqkv(dev, Sz(N, d.qkv));
   DeviceBuffer dy(dev, Sz(N, C)), dln(dev, Sz(d.rows, C));
+  const float* ln1_full = d.split() ? a.ln1_full.data() : a.ln1.data();
 
-  // The MLP region's backward from its output gradient (N,C) to its input's partial gradient dy.
-  auto mlp_backward = [&](const float* dmlp, const float* mlp_in) {
-    rec->Compute(FFN_DOWN_GEMM, [&] {
-      dev->LinearBackward(dgelu.data(), g.fcproj_w, nullptr, dmlp, a.fch_gelu.data(), p.fcproj_w, N, d.ffn,
-                          C);
-    });
-    rec->Compute(GELU, [&] { dev->GeluBackward(dfch.data(), a.fch.data(), dgelu.data(), N * d.ffn); });
-    rec->Compute(FFN_UP_GEMM, [&] {
-      dev->LinearBackward(dy.data(), g.fc_w, g.fc_b, dfch.data(), mlp_in, p.fc_w, N, C, d.ffn);
-    });
-  };
-  auto attention_backward = [&](const float* dattn, const float* attn_in) {
-    rec->Compute(ATTN_PROJ_GEMM, [&] {
-      dev->LinearBackward(datty.data(), g.attproj_w, nullptr, dattn, a.atty.data(), p.attproj_w, N, d.attn,
-                          C);
-    });
+  // The attention region's backward after its projection's: attention (recomputed first under
+  // selective recompute), then the QKV GEMM adding its input gradient into dy and f's backward.
+  auto attention_backward = [&]() -> Status {
     const float* att = a.att.data();
     DeviceBuffer att_again, atty_again;
     if (d.recompute == RECOMPUTE_SELECTIVE) {
@@ -196,11 +350,9 @@ Status TpBlockBackward(const TpContext& ctx, const TpDims& d, const BlockParams&
       AttentionShape s = ShapeOf(d);
       dev->AttentionBackward(dqkv.data(), datty.data(), a.qkv.data(), att, s);
     });
-    rec->Compute(QKV_GEMM, [&] {
-      dev->LinearBackward(dy.data(), g.qkv_w, g.qkv_b, dqkv.data(), attn_in, p.qkv_w, N, C, d.qkv);
-    });
+    return LinearBackwardAndEnter(ctx, d, regions, QKV_GEMM, dy.data(), g.qkv_w, g.qkv_b, dqkv.data(), ln1_full,
+                                  p.qkv_w, d.qkv, dln.data());
   };
-  const float* ln1_full = d.split() ? a.ln1_full.data() : a.ln1.data();
 
   if (d.parallel_block) {
     // out = x + g(attn + mlp) + biases: dout reaches x, both biases and both regions unchanged.
@@ -209,9 +361,17 @@ Status TpBlockBackward(const TpContext& ctx, const TpDims& d, const BlockParams&
       dev->BiasBackward(g.attproj_b, dout, d.rows, C);
       dev->BiasBackward(g.fcproj_b, dout, d.rows, C);
     });
-    MS_ASSIGN_OR_RETURN(const float* dbranch, regions.ExitBackward(dout, dfull.data()));
-    mlp_backward(dbranch, ln1_full);
-    attention_backward(dbranch, ln1_full);  // adds its share of d(ln1) into dy
+    MS_ASSIGN_OR_RETURN(const float* dbranch,
+                        ExitAndLinearBackward(ctx, d, regions, dout, dfull.data(), FFN_DOWN_GEMM, dgelu.data(),
+                                              g.fcproj_w, a.fch_gelu.data(), p.fcproj_w, d.ffn));
+    rec->Compute(GELU, [&] { dev->GeluBackward(dfch.data(), a.fch.data(), dgelu.data(), N * d.ffn); });
+    rec->Compute(FFN_UP_GEMM, [&] {
+      dev->LinearBackward(dy.data(), g.fc_w, g.fc_b, dfch.data(), ln1_full, p.fc_w, N, C, d.ffn);
+    });
+    rec->Compute(ATTN_PROJ_GEMM, [&] {
+      dev->LinearBackward(datty.data(), g.attproj_w, nullptr, dbranch, a.atty.data(), p.attproj_w, N, d.attn, C);
+    });
+    MS_RETURN_IF_ERROR(attention_backward());  // adds its share of d(ln1) into dy
   } else {
     // out = res2 + g(mlp) + fcproj_b;  res2 = x + g(attn) + attproj_b.
     DeviceBuffer dres2(dev, Sz(d.rows, C));
@@ -219,9 +379,13 @@ Status TpBlockBackward(const TpContext& ctx, const TpDims& d, const BlockParams&
       dev->Copy(dres2.data(), dout, Sz(d.rows, C));
       dev->BiasBackward(g.fcproj_b, dout, d.rows, C);
     });
-    MS_ASSIGN_OR_RETURN(const float* dmlp, regions.ExitBackward(dout, dfull.data()));
-    mlp_backward(dmlp, d.split() ? a.ln2_full.data() : a.ln2.data());
-    MS_RETURN_IF_ERROR(regions.EnterBackward(dy.data(), dln.data()));
+    MS_RETURN_IF_ERROR(ExitAndLinearBackward(ctx, d, regions, dout, dfull.data(), FFN_DOWN_GEMM, dgelu.data(),
+                                             g.fcproj_w, a.fch_gelu.data(), p.fcproj_w, d.ffn)
+                           .status());
+    rec->Compute(GELU, [&] { dev->GeluBackward(dfch.data(), a.fch.data(), dgelu.data(), N * d.ffn); });
+    MS_RETURN_IF_ERROR(LinearBackwardAndEnter(ctx, d, regions, FFN_UP_GEMM, dy.data(), g.fc_w, g.fc_b, dfch.data(),
+                                              d.split() ? a.ln2_full.data() : a.ln2.data(), p.fc_w, d.ffn,
+                                              dln.data()));
     rec->Compute(LAYERNORM, [&] {
       dev->LayerNormBackward(dres2.data(), g.ln2_w, g.ln2_b, dln.data(), a.res2.data(), p.ln2_w,
                              a.ln2_mean.data(), a.ln2_rstd.data(), d.rows, C);
@@ -230,11 +394,12 @@ Status TpBlockBackward(const TpContext& ctx, const TpDims& d, const BlockParams&
       dev->Add(dx, dres2.data(), Sz(d.rows, C));
       dev->BiasBackward(g.attproj_b, dres2.data(), d.rows, C);
     });
-    MS_ASSIGN_OR_RETURN(const float* dattn, regions.ExitBackward(dres2.data(), dfull.data()));
+    MS_RETURN_IF_ERROR(ExitAndLinearBackward(ctx, d, regions, dres2.data(), dfull.data(), ATTN_PROJ_GEMM,
+                                             datty.data(), g.attproj_w, a.atty.data(), p.attproj_w, d.attn)
+                           .status());
     dev->Zero(dy.data(), Sz(N, C));
-    attention_backward(dattn, ln1_full);
+    MS_RETURN_IF_ERROR(attention_backward());
   }
-  MS_RETURN_IF_ERROR(regions.EnterBackward(dy.data(), dln.data()));
   rec->Compute(LAYERNORM, [&] {
     dev->LayerNormBackward(dx, g.ln1_w, g.ln1_b, dln.data(), x, p.ln1_w, a.ln1_mean.data(), a.ln1_rstd.data(),
                            d.rows, C);

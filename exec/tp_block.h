@@ -19,6 +19,8 @@
 // per step). Not thread-safe.
 #pragma once
 
+#include <functional>
+
 #include "exec/block.h"
 #include "exec/communicator.h"
 #include "exec/device.h"
@@ -47,6 +49,10 @@ struct TpDims {
   // SELECTIVE: TpBlockForward frees the attention probabilities and TpBlockBackward recomputes
   // them (an ATTENTION op of phase RECOMPUTE); FULL is the caller's (exec/stage_model.h).
   Recompute recompute = RECOMPUTE_NONE;
+  // layout.overlap.tp with SP: a region's GEMM runs beside its all-gather (f forward, g backward)
+  // or reduce-scatter (g forward, f backward), block by block around the TP ring (TpRegions's
+  // *Beside), as the plan runs the two ops side by side. Without SP there is nothing to split.
+  bool overlap_tp = false;
   bool split() const { return rows != N; }
 };
 
@@ -71,11 +77,37 @@ class TpRegions {
   // g backward: the (N,C) output gradient a region's backward reads.
   Result<const float*> ExitBackward(const float* held, float* full);
 
+  // Overlap (TpDims::overlap_tp). The all-gather beside the GEMM that reads it: `held` (rows,C)
+  // goes around the ring into `full` (N,C), and per_block(first_row, rows) runs on each block of
+  // rows as soon as it is there, this rank's own first; then finish() (the GEMM's weight
+  // gradients, over all rows). Recorded as the program's pair: TP_ALL_GATHER, then `gemm`.
+  Status GatherBeside(const float* held, float* full, OpKind gemm, const std::function<void(int, int)>& per_block,
+                      const std::function<void()>& finish);
+  // The reduce-scatter beside the GEMM that produces it: partial(first_row, rows, out) writes this
+  // rank's partial sums of those rows (rows,C) to out; block by block they go around the ring,
+  // each rank adding its own, and `held` gets this rank's block of the sum; then finish().
+  // Recorded as the program's pair: `gemm`, then TP_REDUCE_SCATTER. For tp 2 the sums are
+  // bitwise those of ReduceScatterSum (a + b either way).
+  Status ReduceScatterBeside(float* held, OpKind gemm, const std::function<void(int, int, float*)>& partial,
+                             const std::function<void()>& finish);
+
  private:
   Status AllReduce(float* data);
   const TpContext& ctx_;
   const TpDims& d_;
 };
+
+// A column-split linear layer after f, as the plan runs the pair: f's all-gather of `held`
+// (rows,C) into `full` (N,C), then out (N,OC) = full W^T + b; with overlap.tp beside each other,
+// block by block. Returns the input's N rows (full, or held without SP). The head uses it too.
+Result<const float*> EnterAndLinear(const TpContext& ctx, const TpDims& d, TpRegions& regions, const float* held,
+                                    float* full, OpKind kind, const float* w, const float* b, int OC, float* out);
+// Its backward: adds the input gradient into dy (N,C) and the weight gradients into dw, db (db may
+// be null), then f's backward (reduce-scatter or all-reduce of dy into `held` (rows,C)); with
+// overlap.tp beside each other, dy block by block and the weight gradients once over all rows.
+Status LinearBackwardAndEnter(const TpContext& ctx, const TpDims& d, TpRegions& regions, OpKind kind, float* dy,
+                              float* dw, float* db, const float* dout, const float* in, const float* w, int OC,
+                              float* held);
 
 // Activations one layer saves for its backward.
 struct TpBlockActs {

@@ -27,8 +27,11 @@ Status GemmLinearForward(cublasHandle_t handle, float* out, const float* inp, co
 Status GemmLinearBackward(cublasHandle_t handle, float* dinp, float* dw, const float* dout, const float* inp,
                           const float* w, int N, int C, int OC) {
   // dinp^T (C,N) += W^T (C,OC) @ dout^T (OC,N).
-  MS_RETURN_IF_ERROR(Gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 1.0f, dinp, C));
+  if (dinp != nullptr) {
+    MS_RETURN_IF_ERROR(Gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 1.0f, dinp, C));
+  }
   // dW^T (C,OC) += inp^T (C,N) @ dout (N,OC).
+  if (dw == nullptr) return Status::Ok();
   return Gemm(handle, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, C);
 }
 

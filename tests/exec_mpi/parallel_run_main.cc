@@ -54,14 +54,15 @@ class EventTee : public TraceSink {
 };
 
 // PP receives (on their lane) whose interval overlaps a compute op's of the same rank and step.
-int PpReceivesBesideCompute(const std::vector<TraceEvent>& events) {
+// The events on `lane` whose time overlaps a compute op of their rank and step.
+int CommBesideCompute(const std::vector<TraceEvent>& events, Lane lane) {
   std::map<std::pair<int, int>, std::vector<const TraceEvent*>> compute;
   for (const TraceEvent& e : events) {
     if (e.lane() == COMPUTE) compute[{e.rank(), e.step()}].push_back(&e);
   }
   int n = 0;
   for (const TraceEvent& r : events) {
-    if (r.kind() != PP_RECV || r.lane() != PP_RECV_LANE) continue;
+    if (r.lane() != lane) continue;
     for (const TraceEvent* c : compute[{r.rank(), r.step()}]) {
       if (c->start_ns() < r.end_ns() && r.start_ns() < c->end_ns()) {
         ++n;
@@ -78,7 +79,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> expect_error;
   bool check = false, no_sp = false, no_dp_overlap = false, no_pp_overlap = false, check_plan_ops = false;
   std::string recompute = "none";
-  bool expect_pp_overlap = false;
+  bool expect_pp_overlap = false, expect_tp_overlap = false;
   CLI::App app{"exec MPI test driver"};
   app.add_option("--tp", t.tp);
   app.add_option("--pp", t.pp);
@@ -90,10 +91,13 @@ int Main(int argc, char** argv) {
   app.add_flag("--tp-overlap", tp_overlap, "layout.overlap.tp: the plan runs each AG/RS beside its GEMM");
   app.add_flag("--expect-pp-overlap", expect_pp_overlap,
                "rank 0: fail unless some PP receive ran while its rank computed (another lane)");
+  app.add_flag("--expect-tp-overlap", expect_tp_overlap,
+               "rank 0: fail unless some TP all-gather or reduce-scatter ran while its rank computed");
   app.add_option("--recompute", recompute)->check(CLI::IsMember({"none", "selective", "full"}));
   app.add_flag("--check-plan-ops", check_plan_ops,
                "rank 0: the trace's ops are the plan's, each after its dependencies (exec/plan_trace_check.h)");
   app.add_option("--layers", t.layers);
+  app.add_option("--kv-heads", t.kv_heads);
   app.add_option("--micro-batch", t.micro_batch);
   app.add_option("--global-batch", t.global_batch);
   app.add_flag("--parallel-block", t.parallel_block);
@@ -187,8 +191,13 @@ int Main(int argc, char** argv) {
     std::printf("  step %zu loss %.9g grad norm %.9g\n", s, run->losses[s], run->grad_norms[s]);
   }
   if (expect_pp_overlap) {
-    const int overlapping = PpReceivesBesideCompute(tee.events);
+    const int overlapping = CommBesideCompute(tee.events, PP_RECV_LANE);
     std::printf("  PP receives that overlap a compute op of their rank: %d\n", overlapping);
+    if (overlapping == 0) return 1;
+  }
+  if (expect_tp_overlap) {
+    const int overlapping = CommBesideCompute(tee.events, TP_COMM);
+    std::printf("  TP collectives that overlap a compute op of their rank: %d\n", overlapping);
     if (overlapping == 0) return 1;
   }
   if (check_plan_ops) {
