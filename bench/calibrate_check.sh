@@ -11,9 +11,12 @@
 #    first scenario only, so the other two are predicted from shapes the calibration never ran;
 #    CALIBRATE_ON=all times all three) and writes calibration.textproto;
 # 2. `megascale simulate` predicts each layout's step (the scenarios name the calibration file);
-# 3. `megascale run --trace` runs each for STEPS steps (default 60): the measured step is the
-#    median of the steps after WARMUP (default 5), the trace gather included, as calibrate ran it;
-# 4. prints predicted, measured and their ratio, then `megascale compare`'s most different kinds.
+# 3. `megascale run --trace` runs each REPEATS times (default 3) for STEPS steps (default 60): a
+#    run's step is the median of its steps after WARMUP (default 5), the trace gather included, as
+#    calibrate ran it; the measured step is the median over the runs (8 ranks sharing 2 cores move
+#    one run's median by up to 15 %: the spread is printed);
+# 4. prints predicted, measured and their ratio, then `megascale compare`'s most different kinds
+#    (of the last run).
 # Ranks are bound to cores (overload allowed): unbound, 8 ranks on 2 cores land differently from
 # run to run and the step time moves by 30 %. Files go to a temp dir, removed at the end.
 set -euo pipefail
@@ -22,6 +25,7 @@ BIN=$(readlink -f "$BUILD/megascale")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${STEPS:-60}
 WARMUP=${WARMUP:-5}
+REPEATS=${REPEATS:-3}
 CALIBRATE_ON=${CALIBRATE_ON:-first}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun -np 8 --oversubscribe --bind-to core:overload-allowed)
@@ -45,18 +49,22 @@ cal=("$WORK/run-tiny-8.textproto")
 echo "== megascale calibrate on: ${cal[*]##*/}"
 (cd "$WORK" && "${MPIRUN[@]}" "$BIN" calibrate -q -o calibration.textproto "${cal[@]}")
 
-printf '\n%-12s %14s %14s %10s\n' layout "predicted (s)" "measured (s)" measured/predicted
+printf '\n%-12s %14s %14s %10s   %s\n' layout "predicted (s)" "measured (s)" measured/predicted "runs' medians (s)"
 for n in "${names[@]}"; do
   s="$WORK/$n.textproto"
   "$BIN" simulate -q "$s" --json --trace "$WORK/$n.sim.trace" > "$WORK/$n.sim.json"
-  (cd "$WORK" && "${MPIRUN[@]}" "$BIN" run -q --json "$s" --trace "$WORK/$n.run.trace" > "$WORK/$n.run.json")
-  "$PY" - "$WORK/$n.sim.json" "$WORK/$n.run.json" "$n" "$WARMUP" <<'PYEOF'
+  runs=()
+  for r in $(seq "$REPEATS"); do
+    (cd "$WORK" && "${MPIRUN[@]}" "$BIN" run -q --json "$s" --trace "$WORK/$n.run.trace" > "$WORK/$n.run.$r.json")
+    runs+=("$WORK/$n.run.$r.json")
+  done
+  "$PY" - "$WORK/$n.sim.json" "$n" "$WARMUP" "${runs[@]}" <<'PYEOF'
 import json, statistics, sys
 sim = json.load(open(sys.argv[1]))
-run = json.load(open(sys.argv[2]))
-steps = run["step_times_s"][int(sys.argv[4]):]
-p, m = sim["iteration_time_s"], statistics.median(steps)
-print("%-12s %14.5f %14.5f %10.3f" % (sys.argv[3], p, m, m / p))
+warmup = int(sys.argv[3])
+medians = [statistics.median(json.load(open(f))["step_times_s"][warmup:]) for f in sys.argv[4:]]
+p, m = sim["iteration_time_s"], statistics.median(medians)
+print("%-12s %14.5f %14.5f %10.3f   %s" % (sys.argv[2], p, m, m / p, " ".join("%.5f" % x for x in medians)))
 PYEOF
 done
 for n in "${names[@]}"; do
