@@ -17,106 +17,108 @@ AttentionShape ShapeOf(const TpDims& d) {
   return s;
 }
 
+// f forward's (or g backward's) all-gather and the GEMM that reads the gathered rows:
+// block(src, first, rows) computes the GEMM's rows of src (the (N,C) input), finish(src) what needs
+// every row (weight gradients). With overlap.tp the two run beside each other, block by block
+// (TpRegions::GatherBeside); otherwise the gather, then one compute op over all rows. Returns src.
+using GemmRows = std::function<void(const float* src, int first, int rows)>;
+Result<const float*> GatherThenGemm(const TpContext& ctx, const TpDims& d, TpRegions& regions, const float* held,
+                                    float* full, OpKind kind, const GemmRows& block,
+                                    const std::function<void(const float* src)>& finish) {
+  if (d.overlap_tp) {
+    MS_RETURN_IF_ERROR(regions.GatherBeside(
+        held, full, kind, [&](int first, int rows) { block(full, first, rows); }, [&] { finish(full); }));
+    return static_cast<const float*>(full);
+  }
+  MS_ASSIGN_OR_RETURN(const float* src, regions.EnterForward(held, full));
+  ctx.recorder->Compute(kind, [&] {
+    block(src, 0, d.N);
+    finish(src);
+  });
+  return src;
+}
+
+// A GEMM that produces partial (N,C) sums and g forward's (or f backward's) reduce-scatter of them
+// into `held` (rows,C) (an all-reduce without SP): block(first, rows, out) writes the rows'
+// partial sums to out, finish() what needs every row. With overlap.tp beside each other, block by
+// block (TpRegions::ReduceScatterBeside); otherwise one compute op over all rows into `whole`
+// (N,C), then the collective.
+Status GemmThenScatter(const TpContext& ctx, const TpDims& d, TpRegions& regions, OpKind kind, float* whole,
+                       float* held, const std::function<void(int first, int rows, float* out)>& block,
+                       const std::function<void()>& finish) {
+  if (d.overlap_tp) return regions.ReduceScatterBeside(held, kind, block, finish);
+  ctx.recorder->Compute(kind, [&] {
+    block(0, d.N, whole);
+    finish();
+  });
+  return regions.EnterBackward(whole, held);
+}
+
 // A row-split linear layer's forward (no bias) on `in` (N,IC) and g's reduce-scatter of its
 // partial sums into `held` (rows,C); `plus` (N,C) or null: partial sums added first (the parallel
-// block's attention branch).
+// block's attention branch, already in `partial` then).
 Status LinearAndExit(const TpContext& ctx, const TpDims& d, TpRegions& regions, OpKind kind, const float* in,
                      const float* w, int IC, const float* plus, float* partial, float* held) {
   Device* dev = ctx.device;
   const int C = d.C;
-  if (d.overlap_tp) {
-    DeviceBuffer own(dev, plus != nullptr ? Sz(d.rows, C) : 0);
-    return regions.ReduceScatterBeside(
-        held, kind,
-        [&](int first, int rows, float* out) {
-          if (plus == nullptr) {
-            dev->LinearForward(out, in + Sz(first, IC), w, nullptr, rows, IC, C);
-            return;
-          }
-          dev->LinearForward(own.data(), in + Sz(first, IC), w, nullptr, rows, IC, C);
-          dev->Copy(out, plus + Sz(first, C), Sz(rows, C));
-          dev->Add(out, own.data(), Sz(rows, C));
-        },
-        [] {});
-  }
-  ctx.recorder->Compute(kind, [&] {
-    if (plus == nullptr) {
-      dev->LinearForward(partial, in, w, nullptr, d.N, IC, C);
-      return;
-    }
-    DeviceBuffer own(dev, Sz(d.N, C));
-    dev->LinearForward(own.data(), in, w, nullptr, d.N, IC, C);
-    if (partial != plus) dev->Copy(partial, plus, Sz(d.N, C));
-    dev->Add(partial, own.data(), Sz(d.N, C));
-  });
-  return regions.ExitForward(partial, held);
+  return GemmThenScatter(
+      ctx, d, regions, kind, partial, held,
+      [&](int first, int rows, float* out) {
+        if (plus == nullptr) {
+          dev->LinearForward(out, in + Sz(first, IC), w, nullptr, rows, IC, C);
+          return;
+        }
+        DeviceBuffer own(dev, Sz(rows, C));
+        dev->LinearForward(own.data(), in + Sz(first, IC), w, nullptr, rows, IC, C);
+        if (out != plus + Sz(first, C)) dev->Copy(out, plus + Sz(first, C), Sz(rows, C));
+        dev->Add(out, own.data(), Sz(rows, C));
+      },
+      [] {});
 }
 
 // g's backward (all-gather of the output gradient `held` (rows,C) into `full` (N,C)) and the
-// backward of the row-split linear layer after it (in: its input (N,IC)): in sequence, or beside
-// each other, the input gradient block by block and the weight gradient once over all rows.
-// Returns the output gradient's (N,C) rows.
+// backward of the row-split linear layer after it (in: its input (N,IC)): the input gradient by
+// rows, the weight gradient once over all rows. Returns the output gradient's (N,C) rows.
 Result<const float*> ExitAndLinearBackward(const TpContext& ctx, const TpDims& d, TpRegions& regions,
                                            const float* held, float* full, OpKind kind, float* dinp, float* dw,
                                            const float* in, const float* w, int IC) {
   Device* dev = ctx.device;
   const int C = d.C;
-  if (d.overlap_tp) {
-    MS_RETURN_IF_ERROR(regions.GatherBeside(
-        held, full, kind,
-        [&](int first, int rows) {
-          dev->LinearBackward(dinp + Sz(first, IC), nullptr, nullptr, full + Sz(first, C), in + Sz(first, IC), w,
-                              rows, IC, C);
-        },
-        [&] { dev->LinearBackward(nullptr, dw, nullptr, full, in, w, d.N, IC, C); }));
-    return static_cast<const float*>(full);
-  }
-  MS_ASSIGN_OR_RETURN(const float* dout, regions.ExitBackward(held, full));
-  ctx.recorder->Compute(kind, [&] { dev->LinearBackward(dinp, dw, nullptr, dout, in, w, d.N, IC, C); });
-  return dout;
+  return GatherThenGemm(
+      ctx, d, regions, held, full, kind,
+      [&](const float* dout, int first, int rows) {
+        dev->LinearBackward(dinp + Sz(first, IC), nullptr, nullptr, dout + Sz(first, C), in + Sz(first, IC), w,
+                            rows, IC, C);
+      },
+      [&](const float* dout) { dev->LinearBackward(nullptr, dw, nullptr, dout, in, w, d.N, IC, C); });
 }
 
 }  // namespace
 
-// A linear layer's forward on the N rows of `in` (N,C) into out (N,OC), after f's all-gather: in
-// sequence, or with overlap.tp beside it, block by block. Returns the input's (N,C) rows.
 Result<const float*> EnterAndLinear(const TpContext& ctx, const TpDims& d, TpRegions& regions, const float* held,
                                     float* full, OpKind kind, const float* w, const float* b, int OC, float* out) {
   Device* dev = ctx.device;
   const int C = d.C;
-  if (d.overlap_tp) {
-    MS_RETURN_IF_ERROR(regions.GatherBeside(
-        held, full, kind,
-        [&](int first, int rows) {
-          dev->LinearForward(out + Sz(first, OC), full + Sz(first, C), w, b, rows, C, OC);
-        },
-        [] {}));
-    return static_cast<const float*>(full);
-  }
-  MS_ASSIGN_OR_RETURN(const float* y, regions.EnterForward(held, full));
-  ctx.recorder->Compute(kind, [&] { dev->LinearForward(out, y, w, b, d.N, C, OC); });
-  return y;
+  return GatherThenGemm(
+      ctx, d, regions, held, full, kind,
+      [&](const float* src, int first, int rows) {
+        dev->LinearForward(out + Sz(first, OC), src + Sz(first, C), w, b, rows, C, OC);
+      },
+      [](const float*) {});
 }
 
-// The backward of a column-split linear layer (dout (N,OC), in (N,C)) adding its input gradient
-// into dy (N,C), then f's backward (reduce-scatter of dy into `held` (rows,C)): in sequence, or
-// beside each other, dy block by block and the weight gradients once over all rows.
 Status LinearBackwardAndEnter(const TpContext& ctx, const TpDims& d, TpRegions& regions, OpKind kind, float* dy,
                               float* dw, float* db, const float* dout, const float* in, const float* w, int OC,
                               float* held) {
   Device* dev = ctx.device;
   const int C = d.C;
-  if (d.overlap_tp) {
-    return regions.ReduceScatterBeside(
-        held, kind,
-        [&](int first, int rows, float* out) {
-          dev->Copy(out, dy + Sz(first, C), Sz(rows, C));
-          dev->LinearBackward(out, nullptr, nullptr, dout + Sz(first, OC), in + Sz(first, C), w, rows, C, OC);
-        },
-        [&] { dev->LinearBackward(nullptr, dw, db, dout, in, w, d.N, C, OC); });
-  }
-  ctx.recorder->Compute(kind, [&] { dev->LinearBackward(dy, dw, db, dout, in, w, d.N, C, OC); });
-  return regions.EnterBackward(dy, held);
+  return GemmThenScatter(
+      ctx, d, regions, kind, dy, held,
+      [&](int first, int rows, float* out) {
+        if (out != dy + Sz(first, C)) dev->Copy(out, dy + Sz(first, C), Sz(rows, C));
+        dev->LinearBackward(out, nullptr, nullptr, dout + Sz(first, OC), in + Sz(first, C), w, rows, C, OC);
+      },
+      [&] { dev->LinearBackward(nullptr, dw, db, dout, in, w, d.N, C, OC); });
 }
 
 double TpRegions::bytes() const { return 4.0 * Sz(d_.N, d_.C); }
