@@ -1,5 +1,6 @@
 #include "base/atomic_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,7 +58,32 @@ Status AtomicFile::Open(bool binary) {
   return Status::Ok();
 }
 
-Status AtomicFile::Commit() {
+Status AtomicFile::Commit() { return Finish(false); }
+
+Status AtomicFile::CommitDurably() { return Finish(true); }
+
+namespace {
+
+// fsync of a file or folder by path; an error names it.
+Status SyncPath(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const std::string err = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return Status::IoError("cannot sync '" + path + "' to disk: " + err);
+  }
+  ::close(fd);
+  return Status::Ok();
+}
+
+std::string FolderOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+Status AtomicFile::Finish(bool durable) {
   out_.flush();
   bool good = static_cast<bool>(out_);
   out_.close();
@@ -65,12 +91,20 @@ Status AtomicFile::Commit() {
     std::remove(tmp_path_.c_str());
     return Status::IoError("error while writing '" + path_ + "' (disk full?); nothing was written");
   }
+  if (durable) {
+    Status synced = SyncPath(tmp_path_, O_RDONLY);
+    if (!synced.ok()) {
+      std::remove(tmp_path_.c_str());
+      return synced;
+    }
+  }
   if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     std::string err = std::strerror(errno);
     std::remove(tmp_path_.c_str());
     return Status::IoError("cannot move output into place at '" + path_ + "': " + err);
   }
   committed_ = true;
+  if (durable) return SyncPath(FolderOf(path_), O_RDONLY | O_DIRECTORY);
   return Status::Ok();
 }
 

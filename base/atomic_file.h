@@ -26,6 +26,9 @@ class AtomicFile {
   std::ostream& stream() { return out_; }
   // Flushes, closes and renames into place. After an error the temporary file is removed.
   Status Commit();
+  // Commit, durably: the file's bytes reach the disk (fsync) before the rename, and the rename
+  // itself (fsync of the folder) before it returns. For what a crash must not tear (checkpoints).
+  Status CommitDurably();
 
   const std::string& path() const { return path_; }
 
@@ -34,6 +37,7 @@ class AtomicFile {
   std::string tmp_path_;  // set by Open
   std::ofstream out_;
   bool committed_ = false;
+  Status Finish(bool durable);
   std::unique_ptr<class SignalCleanup> on_signal_;
 };
 

@@ -62,6 +62,7 @@ Status RunRun(const RunArgs& args) {
   exec::RunOptions options = exec::RunOptionsFromSpec(spec);
   options.steps = args.steps;  // 0: the plan's training.steps
   options.dump_first_step = !args.dump_first_step.empty();
+  options.checkpoint = exec::CheckpointOptionsOf(spec.checkpoint(), scenario.reliability().checkpoint());
   const int steps = args.steps > 0 ? args.steps : plan.training().steps();
 
   // The GPU is chosen before the world opens (NCCL binds to the current device).
@@ -140,6 +141,7 @@ Status RunRun(const RunArgs& args) {
     j["prefetch"] = options.data.prefetch;
     j["one_reader_per_node"] = options.data.one_reader_per_node;
     j["steps"] = losses.size();
+    j["start_step"] = run->start_step;
     j["losses"] = losses;
     j["grad_norms"] = run->grad_norms;
     j["step_times_s"] = step_seconds;
@@ -149,6 +151,11 @@ Status RunRun(const RunArgs& args) {
     j["peak_flops_per_gpu"] = peak;
     j["wall_s"] = run->wall_s;
     j["trace"] = trace;
+    if (!options.checkpoint.dir.empty()) {
+      j["checkpoint"] = {{"dir", options.checkpoint.dir},
+                         {"started", run->checkpoints},
+                         {"blocking_s", run->checkpoint_blocking_s}};
+    }
     std::cout << j.dump(2) << "\n";
     return Status::Ok();
   }
@@ -157,14 +164,19 @@ Status RunRun(const RunArgs& args) {
   std::printf("device        %s, %d rank%s\n", spec.device().c_str(), world->size(), world->size() == 1 ? "" : "s");
   std::printf("data          %s (prefetch %s, %s)\n", options.corpus.c_str(), options.data.prefetch ? "on" : "off",
               options.data.one_reader_per_node ? "one reader per TP group" : "every rank reads");
+  if (run->start_step > 0) std::printf("resumed       at step %d from %s\n", run->start_step + 1, options.checkpoint.dir.c_str());
   if (!losses.empty()) {
-    std::printf("loss          %.4f at step 1 -> %.4f at step %zu (mean of the last 10: %.4f)\n", losses.front(),
-                losses.back(), losses.size(), MeanOfLast(losses, 10));
+    std::printf("loss          %.4f at step %d -> %.4f at step %zu (mean of the last 10: %.4f)\n", losses.front(),
+                run->start_step + 1, losses.back(), run->start_step + losses.size(), MeanOfLast(losses, 10));
   }
   std::printf("step          %.4f s (mean after the first), %.0f tokens/s, MFU %.3g%% of %s peak\n", step_s,
               tokens_per_s, 100 * mfu, plan.cluster().gpu().c_str());
   std::printf("wall          %.2f s for %zu steps\n", run->wall_s, losses.size());
   if (!trace.empty()) std::printf("trace         %s\n", trace.c_str());
+  if (!options.checkpoint.dir.empty()) {
+    std::printf("checkpoints   %d in %s, every %d steps (the last one blocked training %.3g ms)\n", run->checkpoints,
+                options.checkpoint.dir.c_str(), options.checkpoint.interval_steps, 1e3 * run->checkpoint_blocking_s);
+  }
   return Status::Ok();
 }
 

@@ -19,6 +19,13 @@ class AdamW {
   void Step(float* params, const float* grads, const std::vector<ParamSegment>& segments,
             const OptimizerHyper& h);
   int steps() const { return t_; }
+  OptimizerMoments moments() const { return {t_, m_, v_}; }
+  // REQUIRES: moments of the size this object was made with.
+  void set_moments(const OptimizerMoments& s) {
+    t_ = s.steps;
+    m_ = s.m;
+    v_ = s.v;
+  }
   const std::vector<float>& m() const { return m_; }
   const std::vector<float>& v() const { return v_; }
 

@@ -280,6 +280,34 @@ Result<float> DistributedOptimizer::Step(OpRecorder* rec) {
   return norm;
 }
 
+DistributedOptimizer::HeldState DistributedOptimizer::CaptureState() const {
+  HeldState s;
+  s.begin = lo_;
+  s.end = hi_;
+  s.total = model_->local().total;
+  s.params.assign(model_->params() + lo_, model_->params() + hi_);
+  s.moments = lamb_ ? lamb_->moments() : adamw_->moments();
+  return s;
+}
+
+Status DistributedOptimizer::RestoreState(const HeldState& s) {
+  const size_t n = hi_ - lo_;
+  if (s.begin != lo_ || s.end != hi_ || s.total != model_->local().total || s.params.size() != n ||
+      s.moments.m.size() != n || s.moments.v.size() != n) {
+    return Status::InvalidInput("the checkpoint holds elements [" + std::to_string(s.begin) + ", " +
+                                std::to_string(s.end) + ") of a local array of " + std::to_string(s.total) +
+                                "; this rank holds [" + std::to_string(lo_) + ", " + std::to_string(hi_) + ") of " +
+                                std::to_string(model_->local().total) + " (another model or layout)");
+  }
+  std::copy(s.params.begin(), s.params.end(), model_->params() + lo_);
+  if (lamb_) {
+    lamb_->set_moments(s.moments);
+  } else {
+    adamw_->set_moments(s.moments);
+  }
+  return Status::Ok();
+}
+
 Status DistributedOptimizer::GatherParams() {
   std::vector<size_t> all(model_->local().tensors.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;

@@ -77,6 +77,21 @@ class DistributedOptimizer : public DpOpRunner {
   // Empty: none. An error stops the step.
   void SetReducedGradsHook(std::function<Status(const float* grads)> hook) { reduced_grads_hook_ = std::move(hook); }
 
+  // What a checkpoint keeps of this rank at a step boundary: its held slice [begin, end) of the
+  // local array (all of it without ZeRO) and the optimizer's moments of it. The rest of the
+  // parameters comes back with the next step's gathers (the program's DP_ALL_GATHERs).
+  struct HeldState {
+    size_t begin = 0, end = 0, total = 0;
+    std::vector<float> params;
+    OptimizerMoments moments;
+  };
+  HeldState CaptureState() const;
+  // InvalidInput when the state is of another slice or size (another layout).
+  Status RestoreState(const HeldState& state);
+  // Whether this rank's state is its own (ZeRO: its slice) or, without ZeRO, the same as its DP
+  // peers' (then DP member 0 alone writes it).
+  bool OwnsDistinctState() const { return Sharded() || groups_->dp->rank() == 0; }
+
   // The buckets of the program's DP ops (a layer's or a chunk's), and whether the step's end has
   // tensors of its own.
   size_t buckets() const { return buckets_.size(); }

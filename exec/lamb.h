@@ -22,6 +22,13 @@ class Lamb {
   void Step(float* params, const float* grads, const std::vector<ParamSegment>& segments,
             const OptimizerHyper& h, const SumAcrossShards& sum = nullptr);
   int steps() const { return t_; }
+  OptimizerMoments moments() const { return {t_, m_, v_}; }
+  // REQUIRES: moments of the size this object was made with.
+  void set_moments(const OptimizerMoments& s) {
+    t_ = s.steps;
+    m_ = s.m;
+    v_ = s.v;
+  }
   // Trust ratio of each segment in the last Step (for tests and logs).
   const std::vector<float>& trust_ratios() const { return trust_; }
 

@@ -36,6 +36,13 @@ std::vector<ParamSegment> SegmentsOf(const ParamLayout& layout);
 // one entry per tensor (empty where the range misses it), so every shard's list lines up.
 std::vector<ParamSegment> SliceSegments(const std::vector<ParamSegment>& segments, size_t lo, size_t hi);
 
+// What an optimizer carries from step to step (a checkpoint keeps it): its step count t (bias
+// correction) and its first and second moments, one value per parameter.
+struct OptimizerMoments {
+  int steps = 0;
+  std::vector<float> m, v;
+};
+
 // Adds up, element by element, a vector of partial sums across the ranks that share the tensors
 // (an all-reduce). Empty on a single process: the partial sums are the totals.
 using SumAcrossShards = std::function<void(std::vector<double>* values)>;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "exec/checkpoint.h"
 #include "exec/communicator.h"
 #include "exec/data_pipeline.h"
 #include "exec/device.h"
@@ -63,6 +64,8 @@ struct RunOptions {
   bool dump_first_step = false;
   Device* device = nullptr;    // nullptr: CpuDevice(); tests pass a wrapper
   DataPipelineOptions data;    // prefetch thread, one reader per TP group (same batches either way)
+  // Two-stage checkpoints and resume (exec/checkpoint.h); no folder: none.
+  CheckpointOptions checkpoint;
   // Called on every rank after each step (progress output); may be empty.
   std::function<void(const StepDone&)> on_step;
 };
@@ -83,10 +86,14 @@ struct TrainingReport {
   std::vector<float> params;      // the whole model in ParamLayout order (rank 0, gather_params)
   std::optional<StepDump> first_step;  // rank 0, dump_first_step
   double wall_s = 0;              // this rank's time in the steps
+  int start_step = 0;             // the step the run began with (> 0: resumed from a checkpoint)
+  int checkpoints = 0;            // checkpoints this run started
+  double checkpoint_blocking_s = 0;  // what the last one made training wait (Checkpointer::blocking_s)
 };
 
 // Collective over world. The trace goes to sink on world rank 0 (exec/exec_trace.h); sink may be
-// nullptr. REQUIRES: plan from BuildPlan.
+// nullptr. With options.checkpoint.dir, resumes from its newest complete checkpoint of this plan
+// (losses and grad_norms then hold the steps from start_step on). REQUIRES: plan from BuildPlan.
 Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Communicator* world,
                              TraceSink* sink);
 

@@ -1,5 +1,6 @@
 // Train(): validation every rank agrees on, then the steps (exec/run_training.h).
 #include <chrono>
+#include <memory>
 
 #include "exec/data_pipeline.h"
 #include "exec/distributed_optimizer.h"
@@ -195,9 +196,20 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
     end.set_end_ns(device->NowNs() - recorder.origin_ns());
     sink->OnEnd(end);
   };
-  for (int step = 0; step < steps; ++step) {
+  std::unique_ptr<Checkpointer> checkpoints;
+  if (!options.checkpoint.dir.empty()) {
+    checkpoints = std::make_unique<Checkpointer>(options.checkpoint, plan, options.param_seed, options.data_seed,
+                                                 world, &groups, &optimizer);
+    MS_ASSIGN_OR_RETURN(report.start_step, checkpoints->Restore());
+  }
+  for (int step = report.start_step; step < steps; ++step) {
     const auto began = std::chrono::steady_clock::now();
     Status s = run_step(step);
+    if (s.ok() && checkpoints != nullptr) {
+      s = checkpoints->AfterStep(step + 1);
+      report.checkpoints += s.ok() && (step + 1) % options.checkpoint.interval_steps == 0;
+      report.checkpoint_blocking_s = checkpoints->blocking_s();
+    }
     if (!s.ok()) {
       end_trace(step, true);
       return Status::FailedRun("rank " + Num(world->rank()) + ", step " + Num(step) + ": " + s.message());
@@ -207,6 +219,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()});
     }
   }
+  if (checkpoints != nullptr) MS_RETURN_IF_ERROR(checkpoints->Finish());
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   end_trace(steps, false);
   // ZeRO: the last step's updated slices reach every replica (a step gathers them before use).

@@ -33,7 +33,7 @@ Status CheckRunFaults(const FaultSpec& f) {
 
 }  // namespace
 
-Status ResolveRun(const FaultSpec& faults, RunSpec* r) {
+Status ResolveRun(const FaultSpec& faults, const ReliabilitySpec& reliability, RunSpec* r) {
   MS_RETURN_IF_ERROR(CheckRunFaults(faults));
   if (r->device() != "cpu" && r->device() != "cuda") {
     return Status::BadField("run.device", "\"" + r->device() + "\"", "must be \"cpu\" or \"cuda\"");
@@ -46,6 +46,15 @@ Status ResolveRun(const FaultSpec& faults, RunSpec* r) {
                  r->weight_decay(), "must be >= 0 and finite");
   MS_CHECK_FIELD(r->clip_norm() >= 0 && std::isfinite(r->clip_norm()), "run.clip_norm", r->clip_norm(),
                  "must be >= 0 and finite (0 = no clipping)");
+  RunCheckpointSpec* ck = r->mutable_checkpoint();
+  MS_CHECK_RANGE(ck->keep(), 1, 1000, "run.checkpoint.keep", "complete checkpoints kept");
+  if (!ck->dir().empty() && reliability.checkpoint().interval_steps() <= 0) {
+    return Status::BadField("reliability.checkpoint.interval_steps", Num(reliability.checkpoint().interval_steps()),
+                            "must be > 0 when run.checkpoint.dir is set: the run checkpoints every that many steps "
+                            "(0 asks `megascale ettr` to search for an interval)");
+  }
+  ck->set_dir(ck->dir());
+  ck->set_keep(ck->keep());
   // Every default written out (the corpus stays "" = the shipped one, resolved where the run starts).
   r->set_corpus(r->corpus());
   r->set_device(r->device());

@@ -12,6 +12,8 @@ namespace megascale::validation {
 // here: the file may exist only on the machines the job runs on. A run injects only the scenario's
 // faults.stragglers (a slowed device on each straggler's rank, exec/slowed_device.h); any other fault
 // kind in `faults` is a BadField: it would be simulated but not run, and the two would disagree.
-Status ResolveRun(const FaultSpec& faults, RunSpec* r);
+// With run.checkpoint.dir set, the interval is `reliability`'s (reliability.checkpoint), which must
+// say one (> 0).
+Status ResolveRun(const FaultSpec& faults, const ReliabilitySpec& reliability, RunSpec* r);
 
 }  // namespace megascale::validation

@@ -2,6 +2,7 @@
 // tests/exec_mpi/run_cli_test.cc.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "exec/device_factory.h"
@@ -98,6 +99,36 @@ TEST(Run, PlanForMoreRanksSaysHowToLaunch) {
   const std::string text =
       Replace(Replace(kOneRank, "num_gpus: 1 gpus_per_node: 1", "num_gpus: 2 gpus_per_node: 2"), "dp: 1", "dp: 2");
   ExpectOneError(RunCli("run " + WriteTemp("run2.textproto", text)), {"the plan needs 2 ranks", "mpirun -np 2"});
+}
+
+// Checkpoints through the CLI (the 8-rank resume is tests/exec_mpi/checkpoint_resume.sh): every
+// 2 steps into a folder; a second run of the same scenario resumes and ends where an uninterrupted
+// run ends; the interval must be set; an unwritable folder is one message naming it.
+TEST(Run, CheckpointsAndResumesThroughTheScenario) {
+  const std::string dir = ::testing::TempDir() + "/run_test_ckpt";
+  std::filesystem::remove_all(dir);
+  const std::string every2 = "reliability { checkpoint { interval_steps: 2 } }\n";
+  const std::string text = every2 + Replace(kOneRank, "run { lr: 3e-3 }", "run { lr: 3e-3 checkpoint { dir: \"" + dir + "\" } }");
+  const std::string ckpt = WriteTemp("run_ckpt.textproto", text);
+  auto straight = RunCli("run -q --json --steps 6 " + WriteTemp("run_straight.textproto", kOneRank));
+  auto first = RunCli("run -q --json --steps 4 " + ckpt);
+  auto second = RunCli("run -q --json --steps 6 " + ckpt);
+  ASSERT_EQ(straight.exit_code, 0) << straight.err;
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const nlohmann::json a = nlohmann::json::parse(straight.out), b = nlohmann::json::parse(second.out);
+  EXPECT_EQ(nlohmann::json::parse(first.out).at("checkpoint").at("started"), 2);
+  EXPECT_EQ(b.at("start_step"), 4);
+  ASSERT_EQ(b.at("losses").size(), 2u);
+  EXPECT_EQ(b.at("losses")[0], a.at("losses")[4]);  // bitwise: the same floats
+  EXPECT_EQ(b.at("losses")[1], a.at("losses")[5]);
+  std::filesystem::remove_all(dir);
+
+  ExpectOneError(RunCli("validate " + With("checkpoint { dir: \"" + dir + "\" }", "run_ckpt_noint.textproto")),
+                 {"reliability.checkpoint.interval_steps = 0", "run.checkpoint.dir"});
+  const std::string unwritable = every2 + Replace(kOneRank, "run { lr: 3e-3 }", "run { lr: 3e-3 checkpoint { dir: \"/proc/no/such\" } }");
+  ExpectOneError(RunCli("run -q " + WriteTemp("run_ckpt_bad.textproto", unwritable)),
+                 {"/proc/no/such", "run.checkpoint.dir"});
 }
 
 TEST(Run, ValidateShowsTheRunDefaults) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "base/atomic_file.h"
 #include "exec/mpi_communicator.h"
 #include "exec/plan_trace_check.h"
 #include "tests/exec/tiny_run.h"
@@ -108,6 +109,11 @@ int Main(int argc, char** argv) {
   app.add_option("--steps", t.steps);
   app.add_option("--corpus", corpus);
   app.add_option("--trace", trace, "write the run's trace here (rank 0)");
+  std::string checkpoint_dir, params_out;
+  int checkpoint_interval = 0;
+  app.add_option("--checkpoint-dir", checkpoint_dir, "checkpoint here (and resume from it: exec/checkpoint.h)");
+  app.add_option("--checkpoint-interval", checkpoint_interval, "steps between checkpoints");
+  app.add_option("--params-out", params_out, "rank 0: write the final parameters here (raw fp32)");
   app.add_flag("--check-reference", check);
   app.add_option("--expect-error", expect_error,
                  "pass when every rank fails with a message containing each of these (repeatable)");
@@ -143,7 +149,9 @@ int Main(int argc, char** argv) {
   }
   RunOptions o = testing::TinyOptions(t.optimizer);
   o.corpus = corpus;
-  o.gather_params = check;
+  o.gather_params = check || !params_out.empty();
+  o.checkpoint.dir = checkpoint_dir;
+  o.checkpoint.interval_steps = checkpoint_interval;
   std::unique_ptr<TraceFileWriter> writer;
   if (root && !trace.empty()) {
     Result<std::unique_ptr<TraceFileWriter>> created = TraceFileWriter::Create(trace);
@@ -187,8 +195,17 @@ int Main(int argc, char** argv) {
   std::printf("TP %d x PP %d (vp %d) x DP %d, %s block, window %d, %s, SP %s, ZeRO %d: %.3f s for %d steps\n",
               t.tp, t.pp, t.vp, t.dp, t.parallel_block ? "parallel" : "serial", t.window, optimizer.c_str(),
               t.sequence_parallel ? "on" : "off", t.zero_stage, run->wall_s, t.steps);
+  if (run->start_step > 0) std::printf("  resumed at step %d\n", run->start_step);
   for (size_t s = 0; s < run->losses.size(); ++s) {
-    std::printf("  step %zu loss %.9g grad norm %.9g\n", s, run->losses[s], run->grad_norms[s]);
+    std::printf("  step %zu loss %.9g grad norm %.9g\n", s + run->start_step, run->losses[s], run->grad_norms[s]);
+  }
+  if (!params_out.empty()) {
+    std::string bytes(reinterpret_cast<const char*>(run->params.data()), run->params.size() * sizeof(float));
+    const Status written = WriteFileAtomically(params_out, bytes);
+    if (!written.ok()) {
+      std::fprintf(stderr, "error: %s\n", written.message().c_str());
+      return 1;
+    }
   }
   if (expect_pp_overlap) {
     const int overlapping = CommBesideCompute(tee.events, PP_RECV_LANE);
