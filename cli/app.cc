@@ -159,8 +159,26 @@ int Main(int argc, char** argv) {
   run_cmd->add_option("--dump-first-step", run.dump_first_step,
                       "Write the first step's batch, parameters, loss and gradients here (rank 0; "
                       "layout.zero_stage 0), for bench/torch_oracle.py");
+  run_cmd->add_option("--heartbeat", run.heartbeat,
+                      "Send heartbeats to this host:port (megascale launch passes it)");
+  run_cmd->add_option("--attempt", run.attempt, "The launch attempt, 0 first (megascale launch passes it)");
   run_cmd->add_flag("--json", run.json,
                     "Print one JSON object: losses, step times, tokens/s, MFU (rank 0)");
+
+  LaunchArgs launch;
+  auto* launch_cmd = app.add_subcommand(
+      "launch",
+      "Train under a driver: run the scenario under mpirun, watch heartbeats, restart failed attempts "
+      "from the newest checkpoint");
+  launch_cmd->add_option("scenario", launch.scenario, "Scenario file (.textproto); see docs/run.md")->required();
+  launch_cmd->add_option("--launcher", launch.launcher,
+                         "The launcher command before -np N (default mpirun; e.g. \"mpirun --oversubscribe\")");
+  launch_cmd->add_option("--retries", launch.retries, "Attempts after the first (default 3)");
+  launch_cmd->add_option("--steps", launch.steps, "Train this many steps (overrides training.steps)");
+  launch_cmd->add_option("--trace", launch.trace, "Write attempt k's trace to TRACE.k");
+  launch_cmd->add_option("--events", launch.events, "Write the driver's event log here (JSON lines)");
+  launch_cmd->add_flag("--json", launch.json, "Print the report as one JSON object");
+  launch_cmd->add_flag("-q,--quiet", launch.quiet, "No event lines or launcher output on stderr");
 
   CalibrateArgs cal;
   auto* cal_cmd = app.add_subcommand(
@@ -200,6 +218,7 @@ int Main(int argc, char** argv) {
   else if (*cmp_cmd) status = RunCompare(cmp);
   else if (*ettr_cmd) status = RunEttr(ettr);
   else if (*val_cmd) status = RunValidate(val);
+  else if (*launch_cmd) status = RunLaunch(launch);
   else if (*cal_cmd) {
     status = RunCalibrate(cal);
     if (!status.ok() && !PrintsRunErrors()) return ExitCodeFor(status);

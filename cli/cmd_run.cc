@@ -10,6 +10,7 @@
 #include "cli/file_args.h"
 #include "cli/views.h"
 #include "exec/device_factory.h"
+#include "exec/heartbeat.h"
 #include "exec/mpi_communicator.h"
 #include "exec/parallel_groups.h"
 #include "exec/run_spec.h"
@@ -62,7 +63,13 @@ Status RunRun(const RunArgs& args) {
   exec::RunOptions options = exec::RunOptionsFromSpec(spec);
   options.steps = args.steps;  // 0: the plan's training.steps
   options.dump_first_step = !args.dump_first_step.empty();
+  if (args.attempt < 0 || args.attempt > 1000) {
+    return Status::BadField("--attempt", std::to_string(args.attempt), "must be between 0 and 1000");
+  }
   options.checkpoint = exec::CheckpointOptionsOf(spec.checkpoint(), scenario.reliability().checkpoint());
+  options.faults.assign(spec.faults().begin(), spec.faults().end());
+  options.checkpoint.faults = options.faults;
+  options.attempt = options.checkpoint.attempt = args.attempt;
   const int steps = args.steps > 0 ? args.steps : plan.training().steps();
 
   // The GPU is chosen before the world opens (NCCL binds to the current device).
@@ -80,6 +87,17 @@ Status RunRun(const RunArgs& args) {
     slowed = std::make_unique<exec::SlowedDevice>(options.device, slow);
     options.device = slowed.get();
   }
+
+  // Heartbeats to the driver (if any) and the watchdog, from the scenario's sim timeouts.
+  exec::RankProgress progress;
+  options.progress = &progress;
+  exec::HeartbeatOptions beats;
+  beats.driver = args.heartbeat;
+  beats.attempt = args.attempt;
+  beats.interval_s = scenario.sim().heartbeat_interval_s();
+  beats.collective_timeout_s = scenario.sim().collective_timeout_s();
+  Result<std::unique_ptr<exec::Heartbeat>> heartbeat = exec::Heartbeat::Start(beats, world->rank(), &progress);
+  MS_RETURN_IF_ERROR(exec::AgreeOnStatus(world.get(), heartbeat.status()));
 
   // Rank 0 writes the trace; every rank learns whether it could open it before the first step.
   const std::string trace = args.trace.empty() ? scenario.outputs().trace() : args.trace;
@@ -117,6 +135,7 @@ Status RunRun(const RunArgs& args) {
     exec::AbortWorld(1);
   }
   MS_RETURN_IF_ERROR(run.status());
+  (*heartbeat)->Finish("done");
   if (writer) MS_RETURN_IF_ERROR(writer->Close());
   if (!root) return Status::Ok();
   if (run->first_step) {

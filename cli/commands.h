@@ -97,10 +97,26 @@ struct RunArgs {
   bool quiet = false; // no per-step progress lines on stderr
   bool json = false;
   std::string dump_first_step;  // the first step's inputs, parameters and gradients (rank 0)
+  std::string heartbeat;        // host:port of `megascale launch`'s heartbeat socket (exec/heartbeat.h)
+  int attempt = 0;              // the launch attempt (run.faults of other attempts are not applied)
 };
 // Collective over the ranks mpirun started (world size 1 without a launcher). A FailedRun error
 // (peers may be blocked) is printed by the rank that saw it, which then ends the job (AbortWorld).
 Status RunRun(const RunArgs& args);
+struct LaunchArgs {
+  std::string scenario;
+  std::string launcher = "mpirun";  // the launcher command, split on spaces ("mpirun --oversubscribe")
+  int retries = 3;                  // attempts after the first
+  int steps = 0;                    // > 0 overrides training.steps
+  std::string trace;                // attempt k's trace: <trace>.<k>
+  std::string events;               // the event log (JSON lines)
+  bool json = false;
+  bool quiet = false;
+};
+// The training driver: runs `megascale run` under the launcher, watches the ranks' heartbeats,
+// ends and restarts failed attempts from the newest checkpoint (cli/cmd_launch.cc).
+Status RunLaunch(const LaunchArgs& args);
+
 // Whether this process prints `run`'s errors: world rank 0 (the launcher's rank before the world
 // is open), so an error every rank agrees on is printed once.
 bool PrintsRunErrors();

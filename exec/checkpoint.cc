@@ -328,18 +328,31 @@ Status Checkpointer::Capture(int step) {
   for (const char* name : {"params", "m", "v"}) h.add_arrays(name);
   shard->arrays = {std::move(s.params), std::move(s.moments.m), std::move(s.moments.v)};
   const std::string path = folder + "/rank-" + std::to_string(world_->rank()) + ".shard";
+  // Injected faults of this rank, step and attempt (run.faults).
+  bool fail = false, tear = false;
+  for (const RunFault& f : options_.faults) {
+    if (f.rank() != world_->rank() || f.step() != step || f.attempt() != options_.attempt) continue;
+    fail |= f.kind() == RunFault::CHECKPOINT_WRITE_FAILS;
+    tear |= f.kind() == RunFault::CHECKPOINT_TORN;
+  }
   Pending* raw = p.get();
   // No collective here: stage 1 is this rank's copy alone. Each writer makes the folder (one of
   // them creates it); a failure surfaces when the ranks agree on the checkpoint.
-  auto write = [raw, shard, path, folder] {
+  auto write = [raw, shard, path, folder, fail, tear] {
     if (const std::string why = MakeFolder(folder); !why.empty()) {
       raw->result = Status::IoError("cannot create checkpoint folder '" + folder + "': " + why);
+      raw->done = true;
+      return;
+    }
+    if (fail) {
+      raw->result = Status::IoError("cannot write '" + path + "': injected fault (run.faults CHECKPOINT_WRITE_FAILS)");
       raw->done = true;
       return;
     }
     Result<CheckpointShardEntry> e = WriteShardFile(path, *shard);
     if (e.ok()) {
       raw->entry = *e;
+      if (tear) (void)::truncate(path.c_str(), static_cast<off_t>(e->bytes() / 2));  // run.faults CHECKPOINT_TORN
     } else {
       raw->result = e.status();
     }
@@ -361,7 +374,25 @@ Status Checkpointer::Complete(bool wait) {
   MS_ASSIGN_OR_RETURN(int unfinished, CountFailed(world_, !p.done.load()));
   if (unfinished > 0) return Status::Ok();  // not yet everywhere: asked again after the next step
   if (p.writer.joinable()) p.writer.join();
-  MS_RETURN_IF_ERROR(AgreeOnStatus(world_, p.result));
+  // A shard that failed to write drops the checkpoint, not the run: rank 0 names it.
+  MS_ASSIGN_OR_RETURN(int failed, CountFailed(world_, !p.result.ok()));
+  if (failed > 0) {
+    std::vector<std::string> why;
+    MS_RETURN_IF_ERROR(world_->GatherBytes(p.result.ok() ? "" : p.result.message(), &why, 0));
+    if (world_->rank() == 0) {
+      std::string first;
+      for (size_t r = 0; r < why.size() && first.empty(); ++r) {
+        if (!why[r].empty()) first = "rank " + std::to_string(r) + ": " + why[r];
+      }
+      std::fprintf(stderr,
+                   "megascale: warning: the checkpoint after step %d is not complete (%d shard%s failed; %s); "
+                   "training goes on, the checkpoint before stays the newest\n",
+                   p.step, failed, failed == 1 ? "" : "s", first.c_str());
+      RemoveFolder(options_.dir + "/" + FolderOf(p.step));
+    }
+    pending_.reset();
+    return Status::Ok();
+  }
   std::string entry;
   if (p.writes) p.entry.SerializeToString(&entry);
   std::vector<std::string> all;

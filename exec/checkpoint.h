@@ -8,7 +8,8 @@
 //  * at a later step boundary (or at the end) the ranks agree that every shard of it is durable,
 //    and rank 0 rewrites MANIFEST (atomically, durably) to name it; only then does it count. The
 //    newest `keep` are kept, older folders deleted. A crash at any point leaves MANIFEST naming
-//    complete checkpoints only.
+//    complete checkpoints only. A shard that failed to write (a full disk) makes rank 0 warn,
+//    naming it, and drop that checkpoint; training goes on and the one before stays the newest.
 //  * Restore, before the first step: the newest complete checkpoint whose every shard reads back
 //    with its checksum; one reader per DP group (DP member 0) reads the group's shards and
 //    broadcasts them to its peers (with one_reader_per_group false each rank reads its own); a
@@ -23,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/status.h"
 #include "exec/checkpoint.pb.h"
@@ -41,6 +43,9 @@ struct CheckpointOptions {
   int keep = 2;
   bool two_stage = true;
   bool one_reader_per_group = true;
+  // Injected checkpoint faults (RunFault CHECKPOINT_*) of this attempt, for practising recovery.
+  std::vector<RunFault> faults;
+  int attempt = 0;
 };
 
 class Checkpointer {

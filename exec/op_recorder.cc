@@ -55,11 +55,17 @@ void OpRecorder::BeginStep(int step) {
 }
 
 uint32_t OpRecorder::Claim(OpKind kind) {
-  if (gate_ == nullptr || !unit_.planned || !failure_.ok()) return kUnplanned;
+  if (gate_ == nullptr || !unit_.planned || !failure_.ok()) {
+    if (progress_ != nullptr) progress_->Tick();
+    return kUnplanned;
+  }
   Result<uint32_t> id = gate_->Enter(unit_, kind);
-  if (id.ok()) return *id;
-  failure_ = id.status();
-  return kUnplanned;
+  if (!id.ok()) {
+    failure_ = id.status();
+    return kUnplanned;
+  }
+  if (progress_ != nullptr) progress_->Begin(*id, kind);
+  return *id;
 }
 
 void OpRecorder::Release(uint32_t id) {
@@ -80,6 +86,7 @@ void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, doubl
   Placement where = PlacementOf(kind);
   if (group != NO_GROUP) where.group = group;
   where.lane = lane;
+  if (progress_ != nullptr) progress_->Tick();
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t end_ns = ended_ns >= 0 ? ended_ns : device_->NowNs();
   TraceEvent e;

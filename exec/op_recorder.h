@@ -30,6 +30,7 @@
 
 #include "base/status.h"
 #include "exec/device.h"
+#include "exec/heartbeat.h"
 #include "exec/op_gate.h"
 #include "planner/op_costs.h"
 #include "traces/trace.pb.h"
@@ -46,6 +47,9 @@ class OpRecorder {
 
   // The gate the compute thread's ops pass (nullptr: none). Not owned.
   void SetGate(OpGate* gate) { gate_ = gate; }
+  // Where every op's start and end is noted for the rank's heartbeat and watchdog (exec/heartbeat.h;
+  // nullptr: nowhere). Not owned.
+  void SetProgress(RankProgress* progress) { progress_ = progress; }
 
   // Starts step `step`: resets the op ids and collective counters.
   void BeginStep(int step);
@@ -165,6 +169,7 @@ class OpRecorder {
   uint32_t unplanned_base_ = 0;     // the program's size
   uint32_t group_base_[5] = {0, 0, 0, 0, 0};  // by Group: the program's ops in it
   OpGate* gate_ = nullptr;
+  RankProgress* progress_ = nullptr;
   OpUnit unit_;  // the compute thread's context
   Status failure_;  // the compute thread's
   std::mutex mu_;  // guards what follows

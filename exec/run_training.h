@@ -30,6 +30,7 @@
 #include "exec/communicator.h"
 #include "exec/data_pipeline.h"
 #include "exec/device.h"
+#include "exec/heartbeat.h"
 #include "exec/optimizer.h"
 #include "planner/plan.pb.h"
 #include "planner/scenario.pb.h"
@@ -66,6 +67,12 @@ struct RunOptions {
   DataPipelineOptions data;    // prefetch thread, one reader per TP group (same batches either way)
   // Two-stage checkpoints and resume (exec/checkpoint.h); no folder: none.
   CheckpointOptions checkpoint;
+  // Injected faults (run.faults) of launch attempt `attempt`: KILL and FREEZE are applied as their
+  // step begins on their rank; the checkpoint faults go in checkpoint.faults.
+  std::vector<RunFault> faults;
+  int attempt = 0;
+  // Where this rank is, for its heartbeat and watchdog (exec/heartbeat.h); may be nullptr.
+  RankProgress* progress = nullptr;
   // Called on every rank after each step (progress output); may be empty.
   std::function<void(const StepDone&)> on_step;
 };

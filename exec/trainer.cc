@@ -1,5 +1,7 @@
 // Train(): validation every rank agrees on, then the steps (exec/run_training.h).
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <memory>
 
 #include "exec/data_pipeline.h"
@@ -42,6 +44,20 @@ Status CheckLaunch(const Plan& plan, const GptConfig& c, int world_size) {
         "needs training.micro_batch x model.seq_len (" + Num(rows) + ") to be a multiple of layout.tp");
   }
   return Status::Ok();
+}
+
+// run.faults KILL and FREEZE of this rank, attempt and step: the process ends or stops itself
+// here, as a dead or hung GPU would, saying so first.
+void InjectFaults(const RunOptions& options, int rank, int step) {
+  for (const RunFault& f : options.faults) {
+    if (f.rank() != rank || f.step() != step || f.attempt() != options.attempt) continue;
+    if (f.kind() != RunFault::KILL && f.kind() != RunFault::FREEZE) continue;
+    const bool kill = f.kind() == RunFault::KILL;
+    std::fprintf(stderr, "megascale: injected fault (run.faults): rank %d %s as step %d begins\n", rank,
+                 kill ? "killed" : "frozen", step);
+    std::fflush(stderr);
+    std::raise(kill ? SIGKILL : SIGSTOP);
+  }
 }
 
 // Rank 0 receives every rank's local shard of a model-shaped array (the parameters, or the
@@ -144,6 +160,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   const OpShape shape = OpShapeOf(plan.model(), plan.layout(), plan.training().micro_batch());
   MS_RETURN_IF_ERROR(world->Barrier());
   OpRecorder recorder(device, shape, world->rank(), me.pp, device->NowNs(), &plan.stages(me.pp));
+  recorder.SetProgress(options.progress);
   if (world->rank() == 0 && sink != nullptr) sink->OnHeader(ExecTraceHeader(plan, steps, device->name()));
   TpContext ctx;
   ctx.device = device;
@@ -204,6 +221,11 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   }
   for (int step = report.start_step; step < steps; ++step) {
     const auto began = std::chrono::steady_clock::now();
+    if (options.progress != nullptr) {
+      options.progress->step.store(step, std::memory_order_relaxed);
+      options.progress->Tick();
+    }
+    InjectFaults(options, world->rank(), step);
     Status s = run_step(step);
     if (s.ok() && checkpoints != nullptr) {
       s = checkpoints->AfterStep(step + 1);

@@ -38,7 +38,7 @@ Result<Scenario> ResolveScenario(const Scenario& input) {
   MS_RETURN_IF_ERROR(validation::ResolveSim(s.cluster(), s.mutable_sim()));
   MS_RETURN_IF_ERROR(validation::ResolveOutputs(s.mutable_outputs()));
   // Only a scenario meant for `megascale run` carries the block (others print without it).
-  if (s.has_run()) MS_RETURN_IF_ERROR(validation::ResolveRun(s.faults(), s.reliability(), s.mutable_run()));
+  if (s.has_run()) MS_RETURN_IF_ERROR(validation::ResolveRun(s.faults(), s.reliability(), s.layout(), s.mutable_run()));
   if (s.has_reliability()) MS_RETURN_IF_ERROR(validation::ResolveReliability(s.cluster(), s.mutable_reliability()));
   return s;
 }

@@ -33,7 +33,7 @@ Status CheckRunFaults(const FaultSpec& f) {
 
 }  // namespace
 
-Status ResolveRun(const FaultSpec& faults, const ReliabilitySpec& reliability, RunSpec* r) {
+Status ResolveRun(const FaultSpec& faults, const ReliabilitySpec& reliability, const LayoutSpec& layout, RunSpec* r) {
   MS_RETURN_IF_ERROR(CheckRunFaults(faults));
   if (r->device() != "cpu" && r->device() != "cuda") {
     return Status::BadField("run.device", "\"" + r->device() + "\"", "must be \"cpu\" or \"cuda\"");
@@ -55,6 +55,25 @@ Status ResolveRun(const FaultSpec& faults, const ReliabilitySpec& reliability, R
   }
   ck->set_dir(ck->dir());
   ck->set_keep(ck->keep());
+  const int world = layout.tp() * layout.pp() * layout.dp();
+  for (int i = 0; i < r->faults_size(); ++i) {
+    RunFault* f = r->mutable_faults(i);
+    const std::string at = "run.faults[" + Num(i) + "]";
+    MS_CHECK_RANGE(f->rank(), 0, world - 1, at + ".rank", "a world rank of tp x pp x dp");
+    MS_CHECK_RANGE(f->step(), 0, 100000000, at + ".step", "a step");
+    MS_CHECK_RANGE(f->attempt(), 0, 1000, at + ".attempt", "a launch attempt");
+    const bool on_checkpoint = f->kind() == RunFault::CHECKPOINT_WRITE_FAILS || f->kind() == RunFault::CHECKPOINT_TORN;
+    const int interval = reliability.checkpoint().interval_steps();
+    if (on_checkpoint && (ck->dir().empty() || interval <= 0 || f->step() == 0 || f->step() % interval != 0)) {
+      return Status::BadField(at + ".step", Num(f->step()),
+                              "a checkpoint fault needs run.checkpoint.dir and a step the run checkpoints after "
+                              "(a positive multiple of reliability.checkpoint.interval_steps)");
+    }
+    f->set_kind(f->kind());
+    f->set_rank(f->rank());
+    f->set_step(f->step());
+    f->set_attempt(f->attempt());
+  }
   // Every default written out (the corpus stays "" = the shipped one, resolved where the run starts).
   r->set_corpus(r->corpus());
   r->set_device(r->device());

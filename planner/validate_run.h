@@ -13,7 +13,7 @@ namespace megascale::validation {
 // faults.stragglers (a slowed device on each straggler's rank, exec/slowed_device.h); any other fault
 // kind in `faults` is a BadField: it would be simulated but not run, and the two would disagree.
 // With run.checkpoint.dir set, the interval is `reliability`'s (reliability.checkpoint), which must
-// say one (> 0).
-Status ResolveRun(const FaultSpec& faults, const ReliabilitySpec& reliability, RunSpec* r);
+// say one (> 0). run.faults name ranks of the layout's world.
+Status ResolveRun(const FaultSpec& faults, const ReliabilitySpec& reliability, const LayoutSpec& layout, RunSpec* r);
 
 }  // namespace megascale::validation

@@ -131,6 +131,16 @@ TEST(Run, CheckpointsAndResumesThroughTheScenario) {
                  {"/proc/no/such", "run.checkpoint.dir"});
 }
 
+TEST(Run, InjectedFaultsNameTheirField) {
+  ExpectOneError(RunCli("validate " + With("faults { kind: KILL rank: 1 step: 0 }", "run_fault_rank.textproto")),
+                 {"run.faults[0].rank = 1", "tp x pp x dp"});
+  ExpectOneError(RunCli("validate " + With("faults { kind: CHECKPOINT_TORN rank: 0 step: 3 }", "run_fault_ck.textproto")),
+                 {"run.faults[0].step = 3", "run.checkpoint.dir"});
+  // A kill in attempt 1 only: a plain run (attempt 0) trains through.
+  auto r = RunCli("run -q --json " + With("faults { kind: KILL rank: 0 step: 1 attempt: 1 }", "run_fault_later.textproto"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(Run, ValidateShowsTheRunDefaults) {
   auto r = RunCli("validate " + WriteTemp("run_val.textproto", kOneRank));
   ASSERT_EQ(r.exit_code, 0) << r.err;

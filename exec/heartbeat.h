@@ -1,0 +1,89 @@
+// A rank's liveness, for the driver (`megascale launch`, cli/cmd_launch.cc) and for itself
+// (MegaScale section 4.1; docs/run.md, "Failures"):
+//  * RankProgress: where the rank is (step, the op it began last, a tick at every op's start and
+//    end), written by the threads that run ops (OpRecorder), read by the heartbeat thread; atomics,
+//    no lock.
+//  * Heartbeat: a thread per rank. Every interval, and when a step begins, it sends the driver (if
+//    there is one) a datagram over UDP with the rank, the attempt, its pid, step, op and ticks
+//    (FormatBeat); and it is the
+//    rank's watchdog, like NCCL's: when no op started or ended for collective_timeout_s, the rank is
+//    stuck (a peer died or hangs, its collective never completes): it sends a last beat saying so,
+//    prints one line naming itself, the step and the op, and exits with kWatchdogExit, which makes
+//    the launcher (mpirun) end the whole job within seconds instead of hanging.
+// Thread-safety: RankProgress's writers and its one reader may run concurrently.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "base/status.h"
+#include "planner/plan.pb.h"
+
+namespace megascale {
+namespace exec {
+
+// The exit code of a rank whose watchdog fired.
+constexpr int kWatchdogExit = 75;
+
+struct RankProgress {
+  std::atomic<int32_t> step{-1};
+  std::atomic<int64_t> op{-1};     // the plan's op id begun last; -1 none yet
+  std::atomic<int32_t> kind{-1};   // its OpKind
+  std::atomic<uint64_t> ticks{0};  // bumped at every op's start and end, and at step boundaries
+  void Begin(uint32_t id, OpKind k) {
+    op.store(id, std::memory_order_relaxed);
+    kind.store(k, std::memory_order_relaxed);
+    ticks.fetch_add(1, std::memory_order_relaxed);
+  }
+  void Tick() { ticks.fetch_add(1, std::memory_order_relaxed); }
+};
+
+// One heartbeat as it travels: "MSHB1 rank attempt pid step op kind ticks state".
+struct Beat {
+  int rank = 0, attempt = 0;
+  long pid = 0;
+  int step = -1;
+  int64_t op = -1;
+  int kind = -1;
+  uint64_t ticks = 0;
+  std::string state = "run";  // run | watchdog | done
+};
+std::string FormatBeat(const Beat& b);
+// nullopt for a datagram that is not a beat.
+std::optional<Beat> ParseBeat(const std::string& text);
+
+struct HeartbeatOptions {
+  std::string driver;                // "host:port" of the driver's UDP socket; empty: no beats
+  int attempt = 0;                   // the driver's attempt number (0: the first)
+  double interval_s = 1;             // sim.heartbeat_interval_s
+  double collective_timeout_s = 30;  // sim.collective_timeout_s; 0: no watchdog
+};
+
+class Heartbeat {
+ public:
+  // Starts the thread. InvalidInput when `driver` is not host:port.
+  static Result<std::unique_ptr<Heartbeat>> Start(const HeartbeatOptions& options, int rank,
+                                                  const RankProgress* progress);
+  // Sends a last beat with `state` ("done") and stops the thread.
+  ~Heartbeat();
+  void Finish(const std::string& state);
+
+ private:
+  Heartbeat(const HeartbeatOptions& options, int rank, const RankProgress* progress, int socket);
+  void Run();
+  void Send(const std::string& state);
+
+  HeartbeatOptions options_;
+  int rank_;
+  const RankProgress* progress_;
+  int socket_;  // -1: no driver
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace exec
+}  // namespace megascale
