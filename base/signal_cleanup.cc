@@ -17,8 +17,14 @@ std::atomic<bool> g_used[kSlots];
 std::mutex g_mu;  // registrations (the handler only reads)
 
 struct sigaction g_previous[2];  // SIGINT's and SIGTERM's handlers before ours
+std::atomic<std::atomic<int>*> g_graceful{nullptr};
 
 void OnSignal(int sig) {
+  std::atomic<int>* stop = g_graceful.load();
+  if (stop != nullptr) {
+    int none = 0;
+    if (stop->compare_exchange_strong(none, sig)) return;  // the first: the program stops itself
+  }
   for (int i = 0; i < kSlots; ++i) {
     if (g_used[i].load(std::memory_order_acquire)) ::unlink(g_paths[i]);
   }
@@ -49,6 +55,12 @@ void Install() {
 }
 
 }  // namespace
+
+void SetGracefulStop(std::atomic<int>* flag) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Install();
+  g_graceful.store(flag);
+}
 
 void ReassertSignalCleanup() {
   std::lock_guard<std::mutex> lock(g_mu);

@@ -8,12 +8,19 @@
 // protected (protected_now() says so).
 #pragma once
 
+#include <atomic>
 #include <string>
 
 namespace megascale {
 
 // Puts the cleanup handlers back in front of whatever took SIGINT or SIGTERM since.
 void ReassertSignalCleanup();
+
+// A program that can stop cleanly (megascale run: it ends at the next step boundary, its outputs
+// closed): while `flag` is set, the first SIGINT or SIGTERM only stores its number in *flag (and
+// nothing is removed); a second one does what the first would do without it. nullptr: back to
+// that. Installs the handlers. Not owned; it must outlive the setting.
+void SetGracefulStop(std::atomic<int>* flag);
 
 class SignalCleanup {
  public:

@@ -22,7 +22,7 @@ struct FieldError {
 
 class Status {
  public:
-  enum class Code { kOk = 0, kInvalidInput, kNotFound, kIoError, kInternal, kFailedRun };
+  enum class Code { kOk = 0, kInvalidInput, kNotFound, kIoError, kInternal, kFailedRun, kStopped };
 
   Status() = default;
   static Status Ok() { return Status(); }
@@ -32,6 +32,12 @@ class Status {
   static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
   // The job itself failed (a simulated or real rank died): not an input error.
   static Status FailedRun(std::string msg) { return Status(Code::kFailedRun, std::move(msg)); }
+  // The work stopped, cleanly, because the process was asked to (SIGINT, SIGTERM): exit 128 + signal.
+  static Status Stopped(int signal, std::string msg) {
+    Status s(Code::kStopped, std::move(msg));
+    s.signal_ = signal;
+    return s;
+  }
 
   // Builds the canonical bad-field message: "<field> = <value>: <rule>".
   static Status BadField(const std::string& field, const std::string& value, const std::string& rule) {
@@ -46,12 +52,15 @@ class Status {
   std::string ToString() const { return ok() ? "OK" : message_; }
   // The field, value and rule of a BadField error; nullptr for every other status.
   const FieldError* field_error() const { return field_error_.get(); }
+  // The signal of a Stopped status; 0 for every other.
+  int signal() const { return signal_; }
 
  private:
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
   Code code_ = Code::kOk;
   std::string message_;
   std::shared_ptr<const FieldError> field_error_;  // shared: a Status is copied as it travels up
+  int signal_ = 0;
 };
 
 // Result<T> holds either a value or a non-OK Status.

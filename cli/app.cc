@@ -15,6 +15,8 @@ int ExitCodeFor(const Status& s) {
     case Status::Code::kInvalidInput:
     case Status::Code::kNotFound:
       return 2;
+    case Status::Code::kStopped:
+      return 128 + s.signal();
     default:
       return 1;
   }

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "cli/file_args.h"
 #include "cli/job_monitor.h"
 #include "cli/launched_job.h"
+#include "cli/trace_salvage.h"
 #include "cli/views.h"
 #include "exec/heartbeat.h"
 #include "planner/plan_builder.h"
@@ -220,6 +222,23 @@ Status RunLaunch(const LaunchArgs& args) {
       a.culprit_op = c.beat.op;
       a.culprit_kind = c.beat.kind >= 0 ? OpKind_Name(static_cast<OpKind>(c.beat.kind)) : "";
       a.silent_s = c.last_beat >= 0 ? detected - c.last_beat : -1;
+    }
+    // The attempt's trace: what its rank 0 had flushed, with the culprit's lost heartbeat and a
+    // RunEnd saying it failed, so that `megascale diagnose` names the rank.
+    if (!args.trace.empty() && culprit >= 0) {
+      const RankSeen& c = monitor.rank(culprit);
+      RankStatus lost;
+      lost.set_rank(culprit);
+      lost.set_kind(RankStatus::HEARTBEAT_LOST);
+      const int64_t last_ns = std::max<int64_t>(c.beat.trace_ns, 0);
+      lost.set_last_heartbeat_ns(last_ns);
+      lost.set_time_ns(last_ns + static_cast<int64_t>(1e9 * std::max(0.0, detected - c.last_beat)));
+      lost.set_step(c.beat.step);
+      lost.set_detail(a.outcome);
+      const std::string path = args.trace + "." + std::to_string(number);
+      const Status kept = SalvageTrace(path, {lost}, lost.time_ns());
+      log.Add(a.end_s, kept.ok() ? "trace" : "no trace",
+              {{"attempt", number}, {"path", path}, {"why", kept.ok() ? "salvaged, culprit recorded" : kept.message()}});
     }
     log.Add(a.end_s, "failed",
             {{"attempt", number}, {"why", a.outcome}, {"culprit_rank", a.culprit}, {"step", a.culprit_step},

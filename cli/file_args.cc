@@ -1,6 +1,7 @@
 #include "cli/file_args.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -51,6 +52,17 @@ Status CheckOutputFile(const std::string& field, const std::string& path) {
     return Status::BadField(field, Quoted(path), "its folder '" + dir + "' does not exist or is not writable");
   }
   return Status::Ok();
+}
+
+Status CheckOutputSpace(const std::string& field, const std::string& path, double bytes) {
+  struct statvfs fs;
+  if (::statvfs(FolderOf(path).c_str(), &fs) != 0) return Status::Ok();  // unknown: the writes will say
+  const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  if (bytes <= free_bytes) return Status::Ok();
+  char why[160];
+  std::snprintf(why, sizeof(why), "needs about %.3g MB and its folder has %.3g MB free", bytes / 1e6,
+                free_bytes / 1e6);
+  return Status::BadField(field, Quoted(path), why);
 }
 
 Status CheckDistinct(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {

@@ -20,6 +20,10 @@ Status CheckInputFile(const std::string& field, const std::string& path);
 // The path names a file (not empty, not a folder) in a folder that exists and is writable (outputs
 // are written beside their target, then renamed over it).
 Status CheckOutputFile(const std::string& field, const std::string& path);
+// The folder of `path` has room for about `bytes` more (statvfs, the space an unprivileged writer
+// may use): else a BadField naming the field, what is needed and what is free. Checked up front,
+// so a long run is not refused only at its end.
+Status CheckOutputSpace(const std::string& field, const std::string& path, double bytes);
 // Each output is none of the inputs and none of the other outputs, by path or by identity (a
 // link, "./x" and "x"): writing it would destroy what the command reads or writes elsewhere.
 // Empty paths are skipped.

@@ -296,6 +296,11 @@ Status Checkpointer::AfterStep(int steps_done) {
   return Capture(steps_done);
 }
 
+Status Checkpointer::CheckpointNow(int steps_done) {
+  if (pending_ != nullptr) MS_RETURN_IF_ERROR(Complete(/*wait=*/true));
+  return Capture(steps_done);
+}
+
 Status Checkpointer::Finish() { return pending_ != nullptr ? Complete(/*wait=*/true) : Status::Ok(); }
 
 Status Checkpointer::Capture(int step) {

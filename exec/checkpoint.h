@@ -62,6 +62,8 @@ class Checkpointer {
   // Collective, after step `steps_done` - 1: completes a pending checkpoint whose shards are all
   // durable, and starts one when steps_done is a multiple of the interval.
   Status AfterStep(int steps_done);
+  // Collective: a checkpoint of this step boundary now, whatever the interval (a run asked to stop).
+  Status CheckpointNow(int steps_done);
   // Collective: waits for the pending checkpoint and completes it.
   Status Finish();
   // What the last checkpoint made training wait, seconds: stage 1 (all of it without two_stage)

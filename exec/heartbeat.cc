@@ -48,7 +48,7 @@ int Connect(const std::string& address, std::string* error) {
 std::string FormatBeat(const Beat& b) {
   std::ostringstream out;
   out << "MSHB1 " << b.rank << ' ' << b.attempt << ' ' << b.pid << ' ' << b.step << ' ' << b.op << ' ' << b.kind
-      << ' ' << b.ticks << ' ' << b.state;
+      << ' ' << b.ticks << ' ' << b.state << ' ' << b.trace_ns;
   return out.str();
 }
 
@@ -60,6 +60,7 @@ std::optional<Beat> ParseBeat(const std::string& text) {
       magic != "MSHB1" || b.rank < 0) {
     return std::nullopt;
   }
+  if (!(in >> b.trace_ns)) b.trace_ns = -1;
   return b;
 }
 
@@ -102,6 +103,13 @@ void Heartbeat::Send(const std::string& state) {
   b.kind = progress_->kind.load(std::memory_order_relaxed);
   b.ticks = progress_->ticks.load(std::memory_order_relaxed);
   b.state = state;
+  const int64_t origin = progress_->origin_ns.load(std::memory_order_relaxed);
+  if (origin >= 0) {
+    b.trace_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now().time_since_epoch())
+                     .count() -
+                 origin;
+  }
   const std::string text = FormatBeat(b);
   (void)::send(socket_, text.data(), text.size(), MSG_DONTWAIT);  // a lost beat is what beats are for
 }

@@ -34,6 +34,7 @@ struct RankProgress {
   std::atomic<int64_t> op{-1};     // the plan's op id begun last; -1 none yet
   std::atomic<int32_t> kind{-1};   // its OpKind
   std::atomic<uint64_t> ticks{0};  // bumped at every op's start and end, and at step boundaries
+  std::atomic<int64_t> origin_ns{-1};  // the rank's trace origin on the steady clock; -1 not yet
   void Begin(uint32_t id, OpKind k) {
     op.store(id, std::memory_order_relaxed);
     kind.store(k, std::memory_order_relaxed);
@@ -42,7 +43,7 @@ struct RankProgress {
   void Tick() { ticks.fetch_add(1, std::memory_order_relaxed); }
 };
 
-// One heartbeat as it travels: "MSHB1 rank attempt pid step op kind ticks state".
+// One heartbeat as it travels: "MSHB1 rank attempt pid step op kind ticks state trace_ns".
 struct Beat {
   int rank = 0, attempt = 0;
   long pid = 0;
@@ -51,6 +52,7 @@ struct Beat {
   int kind = -1;
   uint64_t ticks = 0;
   std::string state = "run";  // run | watchdog | done
+  int64_t trace_ns = -1;       // when it was sent, on the rank's trace clock (-1: before the first step)
 };
 std::string FormatBeat(const Beat& b);
 // nullopt for a datagram that is not a beat.

@@ -20,6 +20,7 @@
 // Not thread-safe; one call per process at a time.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -73,6 +74,10 @@ struct RunOptions {
   int attempt = 0;
   // Where this rank is, for its heartbeat and watchdog (exec/heartbeat.h); may be nullptr.
   RankProgress* progress = nullptr;
+  // Non-zero (a signal number) once the process was asked to stop (base/signal_cleanup.h's
+  // SetGracefulStop): every rank ends at the same step boundary, with a checkpoint of it when the
+  // run checkpoints. nullptr: never.
+  const std::atomic<int>* stop = nullptr;
   // Called on every rank after each step (progress output); may be empty.
   std::function<void(const StepDone&)> on_step;
 };
@@ -96,6 +101,9 @@ struct TrainingReport {
   int start_step = 0;             // the step the run began with (> 0: resumed from a checkpoint)
   int checkpoints = 0;            // checkpoints this run started
   double checkpoint_blocking_s = 0;  // what the last one made training wait (Checkpointer::blocking_s)
+  int steps_done = 0;             // the steps trained when the run ended
+  int stopped_by_signal = 0;      // the signal that stopped it early (options.stop), 0: it was not
+  std::string trace_error;        // rank 0: why the trace could not be written (then it is dropped)
 };
 
 // Collective over world. The trace goes to sink on world rank 0 (exec/exec_trace.h); sink may be

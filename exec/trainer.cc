@@ -161,6 +161,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   MS_RETURN_IF_ERROR(world->Barrier());
   OpRecorder recorder(device, shape, world->rank(), me.pp, device->NowNs(), &plan.stages(me.pp));
   recorder.SetProgress(options.progress);
+  if (options.progress != nullptr) options.progress->origin_ns.store(recorder.origin_ns());
   if (world->rank() == 0 && sink != nullptr) sink->OnHeader(ExecTraceHeader(plan, steps, device->name()));
   TpContext ctx;
   ctx.device = device;
@@ -180,6 +181,7 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   const auto wall0 = std::chrono::steady_clock::now();
   std::vector<float> unused;  // what a gather leaves on ranks other than 0 (nothing)
   // One step; any error in it is the run failing on this rank (its peers may be blocked).
+  bool stop_agreed = false;
   auto run_step = [&](int step) -> Status {
     recorder.BeginStep(step);
     interpreter.BeginStep();
@@ -199,11 +201,27 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
     MS_RETURN_IF_ERROR(recorder.failure());
     MS_RETURN_IF_ERROR(interpreter.EndStep());
     optimizer.SetReducedGradsHook(nullptr);
-    MS_RETURN_IF_ERROR(world->AllReduceSum(&loss, 1));
+    // The loss's sum carries whether any rank was asked to stop (SIGINT, SIGTERM): all stop at this
+    // step's end together.
+    double sums[2] = {loss, options.stop != nullptr && options.stop->load() != 0 ? 1.0 : 0.0};
+    MS_RETURN_IF_ERROR(world->AllReduceSum(sums, 2));
+    loss = sums[0];
+    stop_agreed = sums[1] > 0;
     report.losses.push_back(static_cast<float>(loss));
     if (report.first_step && step == 0) report.first_step->loss = static_cast<float>(loss);
     report.grad_norms.push_back(norm);
-    return GatherStepEvents(world, recorder.TakeEvents(), sink);
+    MS_RETURN_IF_ERROR(GatherStepEvents(world, recorder.TakeEvents(), sink));
+    // Rank 0 hands the step to the disk now; a failed write (a full disk) is said at once and drops
+    // the trace, not the run.
+    if (sink != nullptr) {
+      const Status written = sink->OnStepDone(step);
+      if (!written.ok()) {
+        report.trace_error = written.message();
+        std::fprintf(stderr, "megascale: error: %s; the trace is dropped, training goes on\n", written.message().c_str());
+        sink = nullptr;
+      }
+    }
+    return Status::Ok();
   };
   auto end_trace = [&](int completed, bool failed) {
     if (world->rank() != 0 || sink == nullptr) return;
@@ -230,6 +248,11 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
     if (s.ok() && checkpoints != nullptr) {
       s = checkpoints->AfterStep(step + 1);
       report.checkpoints += s.ok() && (step + 1) % options.checkpoint.interval_steps == 0;
+      // Asked to stop: the state of this step boundary is saved before the run ends.
+      if (s.ok() && stop_agreed && (step + 1) % options.checkpoint.interval_steps != 0) {
+        s = checkpoints->CheckpointNow(step + 1);
+        ++report.checkpoints;
+      }
       report.checkpoint_blocking_s = checkpoints->blocking_s();
     }
     if (!s.ok()) {
@@ -240,10 +263,17 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
       options.on_step({step, report.losses.back(), report.grad_norms.back(),
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()});
     }
+    if (stop_agreed) {
+      const int mine = options.stop != nullptr ? options.stop->load() : 0;
+      report.stopped_by_signal = mine != 0 ? mine : SIGTERM;
+      report.steps_done = step + 1;
+      break;
+    }
   }
   if (checkpoints != nullptr) MS_RETURN_IF_ERROR(checkpoints->Finish());
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  end_trace(steps, false);
+  if (report.stopped_by_signal == 0) report.steps_done = steps;
+  end_trace(report.steps_done, false);
   // ZeRO: the last step's updated slices reach every replica (a step gathers them before use).
   MS_RETURN_IF_ERROR(optimizer.GatherParams());
   if (options.gather_params) {

@@ -78,6 +78,17 @@ void TraceFileWriter::OnEvent(const TraceEvent& e) { Append(TraceRecord::kEventF
 void TraceFileWriter::OnStatus(const RankStatus& s) { Append(TraceRecord::kStatusFieldNumber, s); }
 void TraceFileWriter::OnEnd(const RunEnd& e) { Append(TraceRecord::kEndFieldNumber, e); }
 
+Status TraceFileWriter::OnStepDone(int step) {
+  if (closed_) return close_status_;
+  FlushBuffer();
+  file_.stream().flush();
+  if (!file_.stream()) {
+    return Status::IoError("writing trace '" + file_.path() + "' failed after step " + std::to_string(step) + ": " +
+                           std::strerror(errno) + " (disk full?)");
+  }
+  return Status::Ok();
+}
+
 Status TraceFileWriter::Close() {
   if (closed_) return close_status_;
   closed_ = true;

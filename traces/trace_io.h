@@ -22,6 +22,9 @@ class TraceFileWriter : public TraceSink {
   void OnEvent(const TraceEvent& event) override;
   void OnStatus(const RankStatus& status) override;
   void OnEnd(const RunEnd& end) override;
+  // Writes what is buffered to the file (a killed run keeps it in the temporary file, which
+  // `megascale launch` salvages); IoError naming the file when the write fails.
+  Status OnStepDone(int step) override;
   // Flushes and moves the file into place. Records after Close() are dropped.
   Status Close();
   int64_t records_written() const { return records_; }

@@ -18,6 +18,10 @@ class TraceSink {
   virtual void OnEvent(const TraceEvent& event) = 0;
   virtual void OnStatus(const RankStatus& status) = 0;
   virtual void OnEnd(const RunEnd& end) = 0;
+  // The producer has given every record of step `step` (a real run, after each step): a file
+  // writer hands them to the disk, so that a run that dies later keeps them, and says when that
+  // failed (a full disk), at once.
+  virtual Status OnStepDone(int step) { return Status::Ok(); }
   // A sink that keeps the events of some steps only says which: a reader may then skip the other
   // steps' events without parsing them (a hint: such events may still arrive, and every other
   // record does). Called from the reader's parsing thread while the sink consumes records: it must
@@ -35,6 +39,14 @@ class FanOutSink : public TraceSink {
   void OnEvent(const TraceEvent& e) override { for (auto* s : sinks_) s->OnEvent(e); }
   void OnStatus(const RankStatus& r) override { for (auto* s : sinks_) s->OnStatus(r); }
   void OnEnd(const RunEnd& e) override { for (auto* s : sinks_) s->OnEnd(e); }
+  Status OnStepDone(int step) override {
+    Status first;
+    for (auto* s : sinks_) {
+      const Status done = s->OnStepDone(step);
+      if (first.ok()) first = done;
+    }
+    return first;
+  }
 
  private:
   std::vector<TraceSink*> sinks_;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "cli/file_args.h"
 #include "exec/device_factory.h"
 #include "tests/cli/cli_runner.h"
 
@@ -139,6 +140,19 @@ TEST(Run, InjectedFaultsNameTheirField) {
   // A kill in attempt 1 only: a plain run (attempt 0) trains through.
   auto r = RunCli("run -q --json " + With("faults { kind: KILL rank: 0 step: 1 attempt: 1 }", "run_fault_later.textproto"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// Output space is checked before a run starts: a trace that cannot fit is refused naming the field,
+// what it needs and what is free.
+TEST(Run, ATraceThatCannotFitIsRefusedUpFront) {
+  const std::string path = ::testing::TempDir() + "/space.trace";
+  EXPECT_TRUE(cli::CheckOutputSpace("--trace", path, 1.0).ok());
+  const Status s = cli::CheckOutputSpace("--trace", path, 1e18);
+  ASSERT_FALSE(s.ok());
+  ASSERT_NE(s.field_error(), nullptr);
+  EXPECT_EQ(s.field_error()->field, "--trace");
+  EXPECT_NE(s.message().find("needs about 1e+12 MB"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("MB free"), std::string::npos) << s.message();
 }
 
 TEST(Run, ValidateShowsTheRunDefaults) {

@@ -3,7 +3,8 @@
 # x DP 2, 8 steps, a checkpoint every 2 steps; a random rank is killed (KILL) or stopped (FREEZE) as
 # a random step begins. The driver must detect it within 5 s (the culprit's silence when the attempt
 # ended), name that rank, train again within 60 s from the last complete checkpoint, and end with
-# a final checkpoint byte-identical to an uninterrupted run's (parameters and optimizer state).
+# a final checkpoint byte-identical to an uninterrupted run's (parameters and optimizer state); the
+# failed attempt's trace, salvaged by the driver, names the rank in `megascale diagnose`.
 #   launch_recovery.sh MEGASCALE_BINARY KILL|FREEZE
 set -euo pipefail
 BIN=$1
@@ -23,7 +24,7 @@ scenario "$D/straight" "" > "$D/straight.textproto"
 scenario "$D/launched" "faults { kind: $KIND rank: $RANK step: $STEP }" > "$D/launched.textproto"
 (cd "$SRC" && mpirun -np 8 --oversubscribe "$BIN" run -q --steps 8 "$D/straight.textproto" > /dev/null)
 (cd "$SRC" && "$BIN" launch "$D/launched.textproto" --launcher "mpirun --oversubscribe" --steps 8 --json \
-   --events "$D/events.jsonl" > "$D/report.json")
+   --events "$D/events.jsonl" --trace "$D/t" > "$D/report.json")
 /usr/bin/python3 - "$D/report.json" "$RANK" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -47,3 +48,9 @@ for f in "$D"/straight/step-00000008/*.shard; do
 done
 test "$n" -gt 0
 echo "the final checkpoint's $n shards are byte-identical to an uninterrupted run's"
+# The failed attempt's trace, salvaged by the driver, names the rank in `megascale diagnose`.
+"$BIN" diagnose "$D/t.0" > "$D/diagnosis.txt"
+grep "^failure: rank $RANK," "$D/diagnosis.txt"
+grep -q "run failed" "$D/diagnosis.txt"
+test -f "$D/t.1" && test "$(find "$D" -name '*.tmp.*' | wc -l)" -eq 0
+grep -q '"event": *"completed"' "$D/events.jsonl" || grep -q '"event":"completed"' "$D/events.jsonl"

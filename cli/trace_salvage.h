@@ -1,0 +1,25 @@
+// The trace of an attempt that died (cli/cmd_launch.cc): its rank 0 was writing it to
+// "<path>.tmp.XXXXXX" (base/atomic_file.h) when the job was killed, so no trace is in place. The
+// driver turns what was flushed into a whole trace at <path>: every record up to the first torn
+// one (the file ends mid-record), then what the driver saw (RankStatus records: a lost heartbeat,
+// naming the rank), then a RunEnd that says the run failed; the temporary file is removed.
+// `megascale diagnose` then names the dead or stopped rank from it. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "traces/trace.pb.h"
+
+namespace megascale::cli {
+
+// The temporary files of an atomic output at `path` (none: empty).
+std::vector<std::string> TemporaryFilesOf(const std::string& path);
+
+// NotFound when the attempt left no temporary trace at `path`. end_ns: when the driver ended the
+// attempt, on the trace's clock.
+Status SalvageTrace(const std::string& path, const std::vector<RankStatus>& statuses, int64_t end_ns);
+
+}  // namespace megascale::cli
