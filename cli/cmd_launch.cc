@@ -29,6 +29,7 @@
 #include "exec/heartbeat.h"
 #include "planner/plan_builder.h"
 #include "planner/scenario_io.h"
+#include "sim/ettr.h"
 
 namespace megascale::cli {
 namespace {
@@ -254,6 +255,28 @@ Status RunLaunch(const LaunchArgs& args) {
   const double step_s = final_run.is_object() ? final_run.value("step_time_s", 0.0) : 0.0;
   const double useful = completed ? steps * step_s : 0.0;
   const double ettr = wall > 0 ? useful / wall : 0.0;
+  // `megascale ettr`'s model with what this launch measured: its failure rate, its recovery (the
+  // culprit's silence when caught plus the time to train again), its checkpoint interval and
+  // stall, over the same wall time. It leaves out the first start-up, which the launch counts.
+  EttrModel model;
+  int failures = 0;
+  double recovery = 0;
+  for (const Attempt& a : attempts) {
+    if (a.outcome == "completed" || a.resumed_after_s < 0) continue;
+    ++failures;
+    recovery += std::max(0.0, a.silent_s) + a.resumed_after_s;
+  }
+  model.step_time_s = step_s > 0 ? step_s : 1;
+  model.horizon_s = wall;
+  model.failures_per_s = wall > 0 ? failures / wall : 0;
+  model.recovery_s = failures > 0 ? recovery / failures : 0;
+  model.block_s = final_run.is_object() && final_run.contains("checkpoint")
+                      ? final_run["checkpoint"].value("blocking_s", 0.0)
+                      : 0.0;
+  model.async_s = model.step_time_s;  // the write is done by the next step boundary (the agreement's)
+  model.trials = 2000;
+  const int interval = scenario.reliability().checkpoint().interval_steps();
+  const double predicted = completed && interval > 0 ? SimulateEttr(model, interval).ettr : 0.0;
   if (args.json) {
     nlohmann::json j;
     j["scenario"] = scenario.name();
@@ -266,6 +289,10 @@ Status RunLaunch(const LaunchArgs& args) {
     j["useful_s"] = useful;
     j["lost_s"] = wall - useful;
     j["ettr"] = ettr;
+    j["ettr_predicted"] = predicted;
+    j["ettr_model"] = {{"failures_per_s", model.failures_per_s}, {"recovery_s", model.recovery_s},
+                       {"block_s", model.block_s},           {"interval_steps", interval},
+                       {"step_time_s", model.step_time_s},   {"horizon_s", model.horizon_s}};
     if (final_run.is_object()) j["run"] = final_run;
     std::cout << j.dump(2) << "\n";
   } else {
@@ -281,7 +308,9 @@ Status RunLaunch(const LaunchArgs& args) {
     }
     std::printf("wall          %.2f s: %.2f s of kept training (%d steps x %.4f s), %.2f s lost\n", wall, useful, steps,
                 step_s, wall - useful);
-    std::printf("ETTR          %.3f (measured)\n", ettr);
+    std::printf("ETTR          %.3f measured; %.3f by megascale ettr's model with these settings (%d failure%s, "
+                "recovery %.2f s, a checkpoint every %d steps blocking %.3g ms; the first start-up left out)\n",
+                ettr, predicted, failures, failures == 1 ? "" : "s", model.recovery_s, interval, 1e3 * model.block_s);
   }
   if (bad_input_exit != 0) return Status::InvalidInput("the run failed on bad input (exit 2); not retried");
   if (!completed) {
