@@ -375,7 +375,13 @@ Status Checkpointer::Capture(int step) {
 
 Status Checkpointer::Complete(bool wait) {
   Pending& p = *pending_;
-  if (wait && p.writer.joinable()) p.writer.join();
+  if (wait) {
+    while (!p.done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (options_.progress != nullptr) options_.progress->Tick();
+    }
+    if (p.writer.joinable()) p.writer.join();
+  }
   MS_ASSIGN_OR_RETURN(int unfinished, CountFailed(world_, !p.done.load()));
   if (unfinished > 0) return Status::Ok();  // not yet everywhere: asked again after the next step
   if (p.writer.joinable()) p.writer.join();

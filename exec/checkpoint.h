@@ -30,6 +30,7 @@
 #include "exec/checkpoint.pb.h"
 #include "exec/communicator.h"
 #include "exec/distributed_optimizer.h"
+#include "exec/heartbeat.h"
 #include "exec/parallel_groups.h"
 #include "planner/plan.pb.h"
 #include "planner/scenario.pb.h"
@@ -46,6 +47,9 @@ struct CheckpointOptions {
   // Injected checkpoint faults (RunFault CHECKPOINT_*) of this attempt, for practising recovery.
   std::vector<RunFault> faults;
   int attempt = 0;
+  // Ticked while training waits for this rank's own write (a slow disk is not a hung peer: the
+  // watchdog, exec/heartbeat.h, must not fire). May be nullptr.
+  RankProgress* progress = nullptr;
 };
 
 class Checkpointer {

@@ -233,8 +233,10 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   };
   std::unique_ptr<Checkpointer> checkpoints;
   if (!options.checkpoint.dir.empty()) {
-    checkpoints = std::make_unique<Checkpointer>(options.checkpoint, plan, options.param_seed, options.data_seed,
-                                                 world, &groups, &optimizer);
+    CheckpointOptions checkpoint = options.checkpoint;
+    checkpoint.progress = options.progress;
+    checkpoints = std::make_unique<Checkpointer>(checkpoint, plan, options.param_seed, options.data_seed, world,
+                                                 &groups, &optimizer);
     MS_ASSIGN_OR_RETURN(report.start_step, checkpoints->Restore());
   }
   for (int step = report.start_step; step < steps; ++step) {
