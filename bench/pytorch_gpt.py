@@ -95,7 +95,7 @@ def build_model(torch, m):
             for b in self.blocks:
                 x = b(x)
             logits = self.ln_f(x) @ self.wte.weight.t()  # tied LM head
-            return F.cross_entropy(logits.float().view(-1, V), targets.view(-1))
+            return F.cross_entropy(logits.float().view(-1, V), targets.reshape(-1))
 
     return GPT()
 

@@ -85,9 +85,14 @@ DeviceCalibration BaseFrom(const exec::DeviceRates& r, const std::string& device
 }
 
 void PrintFit(const exec::DeviceRates& r, const CalibrationFit& fit, int ranks) {
-  std::printf("device        %s, %d ranks: GEMM %.3g GFLOP/s, copy %.3g GB/s, link %.3g us + %.3g GB/s per rank\n",
-              fit.calibration.device().c_str(), ranks, r.gemm_flops_per_s / 1e9, r.stream_bytes_per_s / 1e9,
-              r.link_latency_s * 1e6, r.link_bytes_per_s / 1e9);
+  std::printf("device        %s, %d ranks: GEMM %.3g GFLOP/s (%d^3), copy %.3g GB/s (%.3g MiB), ",
+              fit.calibration.device().c_str(), ranks, r.gemm_flops_per_s / 1e9, r.gemm_size,
+              r.stream_bytes_per_s / 1e9, r.copy_bytes / 1048576.0);
+  if (r.link_measured) {
+    std::printf("link %.3g us + %.3g GB/s per rank\n", r.link_latency_s * 1e6, r.link_bytes_per_s / 1e9);
+  } else {
+    std::printf("no link (one rank: the entry's link is the device's copy)\n");
+  }
   std::printf("%-20s %5s %7s %14s %14s %10s\n", "kind", "group", "ops", "measured (s)", "formula (s)",
               "op_scale");
   for (const KindFit& k : fit.kinds) {

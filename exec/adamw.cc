@@ -5,21 +5,46 @@
 namespace megascale {
 namespace exec {
 
+void AdamWReference(float* p, const float* g, float* m, float* v, size_t n, const AdamWCoeffs& c) {
+  for (size_t i = 0; i < n; ++i) {
+    m[i] = c.beta1 * m[i] + (1.0f - c.beta1) * g[i];
+    v[i] = c.beta2 * v[i] + (1.0f - c.beta2) * g[i] * g[i];
+    const float mhat = m[i] / c.c1, vhat = v[i] / c.c2;
+    p[i] -= c.lr * (mhat / (std::sqrt(vhat) + c.eps) + c.weight_decay * p[i]);
+  }
+}
+
 void AdamW::Step(float* params, const float* grads, const std::vector<ParamSegment>& segments,
                  const OptimizerHyper& h) {
   ++t_;
-  const float c1 = 1.0f - std::pow(h.beta1, static_cast<float>(t_));
-  const float c2 = 1.0f - std::pow(h.beta2, static_cast<float>(t_));
+  AdamWCoeffs c;
+  c.lr = h.lr;
+  c.beta1 = h.beta1;
+  c.beta2 = h.beta2;
+  c.eps = h.eps;
+  c.c1 = 1.0f - std::pow(h.beta1, static_cast<float>(t_));
+  c.c2 = 1.0f - std::pow(h.beta2, static_cast<float>(t_));
   for (const ParamSegment& s : segments) {
-    const float wd = s.weight_decay ? h.weight_decay : 0.0f;
-    for (size_t i = s.offset; i < s.offset + s.size; ++i) {
-      const float g = grads[i];
-      m_[i] = h.beta1 * m_[i] + (1.0f - h.beta1) * g;
-      v_[i] = h.beta2 * v_[i] + (1.0f - h.beta2) * g * g;
-      const float mhat = m_[i] / c1, vhat = v_[i] / c2;
-      params[i] -= h.lr * (mhat / (std::sqrt(vhat) + h.eps) + wd * params[i]);
-    }
+    if (s.size == 0) continue;
+    c.weight_decay = s.weight_decay ? h.weight_decay : 0.0f;
+    device_->AdamWUpdate(params + s.offset, grads + s.offset, m_.data() + s.offset, v_.data() + s.offset, s.size, c);
   }
+}
+
+OptimizerMoments AdamW::moments() const {
+  OptimizerMoments s;
+  s.steps = t_;
+  s.m.resize(m_.size());
+  s.v.resize(v_.size());
+  if (!s.m.empty()) device_->Download(s.m.data(), m_.data(), s.m.size());
+  if (!s.v.empty()) device_->Download(s.v.data(), v_.data(), s.v.size());
+  return s;
+}
+
+void AdamW::set_moments(const OptimizerMoments& s) {
+  t_ = s.steps;
+  if (!s.m.empty()) device_->Upload(m_.data(), s.m.data(), s.m.size());
+  if (!s.v.empty()) device_->Upload(v_.data(), s.v.data(), s.v.size());
 }
 
 }  // namespace exec

@@ -7,30 +7,31 @@
 
 #include <vector>
 
+#include "exec/device.h"
 #include "exec/optimizer.h"
 
 namespace megascale {
 namespace exec {
 
+// The update of n elements, the reference arithmetic (the CPU device runs it).
+void AdamWReference(float* p, const float* g, float* m, float* v, size_t n, const AdamWCoeffs& c);
+
+// The moments live on `device` (the CPU's by default), beside the parameters and gradients it
+// steps, which must be that device's arrays too.
 class AdamW {
  public:
-  explicit AdamW(size_t n) : m_(n, 0.0f), v_(n, 0.0f) {}
+  explicit AdamW(size_t n, Device* device = CpuDevice()) : device_(device), m_(device, n), v_(device, n) {}
   // params, grads: n values; segments cover them (SegmentsOf / SliceSegments).
   void Step(float* params, const float* grads, const std::vector<ParamSegment>& segments,
             const OptimizerHyper& h);
   int steps() const { return t_; }
-  OptimizerMoments moments() const { return {t_, m_, v_}; }
+  OptimizerMoments moments() const;
   // REQUIRES: moments of the size this object was made with.
-  void set_moments(const OptimizerMoments& s) {
-    t_ = s.steps;
-    m_ = s.m;
-    v_ = s.v;
-  }
-  const std::vector<float>& m() const { return m_; }
-  const std::vector<float>& v() const { return v_; }
+  void set_moments(const OptimizerMoments& s);
 
  private:
-  std::vector<float> m_, v_;
+  Device* device_;
+  DeviceBuffer m_, v_;
   int t_ = 0;
 };
 

@@ -62,26 +62,62 @@ class EventList : public TraceSink {
 
 Result<DeviceRates> MeasureDeviceRates(Device* device, Communicator* world) {
   DeviceRates r;
-  constexpr int kGemm = 256;
-  {
-    DeviceBuffer a(device, size_t{kGemm} * kGemm), w(device, size_t{kGemm} * kGemm),
-        out(device, size_t{kGemm} * kGemm);
-    MS_ASSIGN_OR_RETURN(double s, MedianSeconds(world, 5, [&] {
-                          device->LinearForward(out.data(), a.data(), w.data(), nullptr, kGemm, kGemm, kGemm);
-                          device->Synchronize();
-                          return device->status();
-                        }));
-    MS_ASSIGN_OR_RETURN(r.gemm_flops_per_s, WorldMean(world, 2.0 * kGemm * kGemm * kGemm / s));
+  // Each figure is timed at a size that keeps the device busy for at least kBusy, so that a
+  // launch's fixed cost (microseconds on a GPU) is not what is measured: the sizes grow from the
+  // CPU's (a 256^3 GEMM, a 16 MiB copy, already milliseconds there) to a GPU's. Every rank takes
+  // the largest size any rank needed, so all ranks time the same work at once.
+  constexpr double kBusy = 2e-3;
+  int gemm = 256;
+  for (;;) {
+    DeviceBuffer a(device, size_t(gemm) * gemm), w(device, size_t(gemm) * gemm), out(device, size_t(gemm) * gemm);
+    auto once = [&] {
+      device->LinearForward(out.data(), a.data(), w.data(), nullptr, gemm, gemm, gemm);
+      device->Synchronize();
+      return device->status();
+    };
+    MS_ASSIGN_OR_RETURN(double s, MedianSeconds(world, 5, once));
+    double grow = (s < kBusy && gemm < kMaxCalibrationGemm) ? 1.0 : 0.0;
+    MS_RETURN_IF_ERROR(world->AllReduceSum(&grow, 1));
+    if (grow > 0) {
+      gemm *= 2;
+      continue;
+    }
+    MS_ASSIGN_OR_RETURN(r.gemm_flops_per_s, WorldMean(world, 2.0 * gemm * gemm * gemm / s));
+    r.gemm_size = gemm;
+    break;
   }
-  {
-    constexpr size_t kFloats = size_t{4} << 20;  // 16 MiB
-    DeviceBuffer src(device, kFloats), dst(device, kFloats);
+  size_t floats = size_t{4} << 20;  // 16 MiB
+  for (;;) {
+    DeviceBuffer src(device, floats), dst(device, floats);
     MS_ASSIGN_OR_RETURN(double s, MedianSeconds(world, 5, [&] {
-                          device->Copy(dst.data(), src.data(), kFloats);
+                          device->Copy(dst.data(), src.data(), floats);
                           device->Synchronize();
                           return device->status();
                         }));
-    MS_ASSIGN_OR_RETURN(r.stream_bytes_per_s, WorldMean(world, 2.0 * kFloats * sizeof(float) / s));
+    double grow = (s < kBusy && floats < kMaxCalibrationCopyFloats) ? 1.0 : 0.0;
+    MS_RETURN_IF_ERROR(world->AllReduceSum(&grow, 1));
+    if (grow > 0) {
+      floats *= 4;
+      continue;
+    }
+    MS_ASSIGN_OR_RETURN(r.stream_bytes_per_s, WorldMean(world, 2.0 * floats * sizeof(float) / s));
+    r.copy_bytes = floats * sizeof(float);
+    break;
+  }
+  const double device_memory = device->memory_bytes();
+  if (device_memory > 0) {
+    r.memory_bytes = device_memory;
+  } else {
+    const double host = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+    r.memory_bytes = host / RanksOnThisHost(world);
+  }
+  if (world->size() == 1) {
+    // A world of one rank has no link to time, and a plan for one GPU sends nothing over one; the
+    // entry still needs a link, so it is the device's own copy (bandwidth, no latency).
+    r.link_latency_s = 0;
+    r.link_bytes_per_s = r.stream_bytes_per_s / 2;
+    r.link_measured = false;
+    return r;
   }
   // Ping-pong between ranks 2i and 2i+1 (an odd last rank only keeps pace).
   const int me = world->rank(), peer = me ^ 1;
@@ -103,13 +139,9 @@ Result<DeviceRates> MeasureDeviceRates(Device* device, Communicator* world) {
   const double n = paired ? 1.0 : 0.0;  // unpaired ranks measure nothing
   double sums[3] = {n * rt_small / 2, n * (rt_large - rt_small) / 2, n};
   MS_RETURN_IF_ERROR(world->AllReduceSum(sums, 3));
-  if (sums[2] == 0) {
-    return Status::InvalidInput("calibrate needs at least 2 ranks to measure the link between ranks");
-  }
   r.link_latency_s = sums[0] / sums[2];
   r.link_bytes_per_s = large.size() * sizeof(float) / std::max(sums[1] / sums[2], 1e-9);
-  const double host = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
-  r.memory_bytes = host / RanksOnThisHost(world);
+  r.link_measured = true;
   return r;
 }
 

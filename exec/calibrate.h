@@ -23,12 +23,18 @@ namespace megascale {
 namespace exec {
 
 // Means over the world's ranks, each rank measuring while all others measure too.
+// The largest GEMM (n x n x n) and copy (floats) MeasureDeviceRates grows to.
+constexpr int kMaxCalibrationGemm = 8192;
+constexpr size_t kMaxCalibrationCopyFloats = size_t{256} << 20;  // 1 GiB
 struct DeviceRates {
-  double gemm_flops_per_s = 0;    // a 256 x 256 x 256 fp32 GEMM (LinearForward)
-  double stream_bytes_per_s = 0;  // a 16 MiB device copy, bytes read + written
+  double gemm_flops_per_s = 0;    // an n x n x n GEMM (LinearForward): n from 256 up, until one takes 2 ms
+  int gemm_size = 0;              // that n
+  double stream_bytes_per_s = 0;  // a device copy from 16 MiB up, until one takes 2 ms; bytes read + written
+  size_t copy_bytes = 0;          // that copy's size
   double link_latency_s = 0;      // one small message, half a round trip
   double link_bytes_per_s = 0;    // a 1 MiB message, beyond the latency
-  double memory_bytes = 0;        // host memory divided among the ranks of this host
+  bool link_measured = false;     // false in a world of one rank: the link is the device's copy
+  double memory_bytes = 0;        // the device's memory, or the host's divided among its ranks
 };
 Result<DeviceRates> MeasureDeviceRates(Device* device, Communicator* world);
 

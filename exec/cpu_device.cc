@@ -2,11 +2,13 @@
 #include <algorithm>
 #include <chrono>
 
+#include "exec/adamw.h"
 #include "exec/bias.h"
 #include "exec/cross_entropy.h"
 #include "exec/device.h"
 #include "exec/embedding.h"
 #include "exec/gelu.h"
+#include "exec/grad_clip.h"
 #include "exec/layernorm.h"
 #include "exec/linear.h"
 #include "exec/residual.h"
@@ -24,6 +26,11 @@ class Cpu : public Device {
   void Download(float* h, const float* s, size_t n) override { std::copy(s, s + n, h); }
   void Copy(float* d, const float* s, size_t n) override { std::copy(s, s + n, d); }
   void Zero(float* p, size_t n) override { std::fill(p, p + n, 0.0f); }
+  double SquaredSum(const float* x, size_t n) override { return exec::SquaredSum(x, n); }
+  void Scale(float* x, size_t n, float s) override { ScaleValues(x, n, s); }
+  void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, const AdamWCoeffs& c) override {
+    AdamWReference(p, g, m, v, n, c);
+  }
   void Add(float* d, const float* s, size_t n) override {
     for (size_t i = 0; i < n; ++i) d[i] += s[i];
   }

@@ -25,6 +25,12 @@
 namespace megascale {
 namespace exec {
 
+// One AdamW step's scalars (exec/adamw.h): c1 = 1 - beta1^t and c2 = 1 - beta2^t, the bias
+// corrections; weight_decay already 0 for a segment without decay.
+struct AdamWCoeffs {
+  float lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0, c1 = 1, c2 = 1;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -38,6 +44,14 @@ class Device {
   virtual void Copy(float* dst, const float* src, size_t n) = 0;
   virtual void Zero(float* p, size_t n) = 0;
   virtual void Add(float* dst, const float* src, size_t n) = 0;  // dst += src
+
+  // The optimizer's elementwise work, on the arrays where they live (exec/adamw.h's update,
+  // exec/grad_clip.h's sum of squares and scale), so a GPU run's parameters, gradients and
+  // moments never cross to the host.
+  virtual double SquaredSum(const float* x, size_t n) = 0;  // in double
+  virtual void Scale(float* x, size_t n, float s) = 0;      // x *= s
+  // m, v, p updated in place over n elements from g (exec/adamw.h's formula).
+  virtual void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, const AdamWCoeffs& c) = 0;
 
   // Kernels (see each reference header for shapes).
   // vocab_begin, vocab_rows: the rows of the table wte holds (exec/embedding.h); wpe may be null.
@@ -80,6 +94,9 @@ class Device {
   // that failed stays failed. Read by the thread that issues the device's work, after
   // Synchronize() (exec/op_recorder.h turns it into an error naming the op). The CPU never fails.
   virtual Status status() const { return Status::Ok(); }
+  // The device's own memory in bytes, or 0 where it is the host's (the CPU device): calibrate then
+  // divides the host's memory among the ranks on it.
+  virtual double memory_bytes() const { return 0; }
 };
 
 // The CPU fp32 reference device (exec/cpu_device.cc).
@@ -90,6 +107,7 @@ class DeviceWrapper : public Device {
  public:
   explicit DeviceWrapper(Device* inner) : inner_(inner) {}
   std::string name() const override { return inner_->name(); }
+  double memory_bytes() const override { return inner_->memory_bytes(); }
   float* Alloc(size_t n) override { return inner_->Alloc(n); }
   void Free(float* p) override { inner_->Free(p); }
   void Upload(float* d, const float* h, size_t n) override { inner_->Upload(d, h, n); }
@@ -97,6 +115,15 @@ class DeviceWrapper : public Device {
   void Copy(float* d, const float* s, size_t n) override { RunKernel([&] { inner_->Copy(d, s, n); }); }
   void Zero(float* p, size_t n) override { RunKernel([&] { inner_->Zero(p, n); }); }
   void Add(float* d, const float* s, size_t n) override { RunKernel([&] { inner_->Add(d, s, n); }); }
+  double SquaredSum(const float* x, size_t n) override {
+    double sum = 0;
+    RunKernel([&] { sum = inner_->SquaredSum(x, n); });
+    return sum;
+  }
+  void Scale(float* x, size_t n, float s) override { RunKernel([&] { inner_->Scale(x, n, s); }); }
+  void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, const AdamWCoeffs& c) override {
+    RunKernel([&] { inner_->AdamWUpdate(p, g, m, v, n, c); });
+  }
   void EmbeddingForward(float* out, const int32_t* tok, const float* wte, const float* wpe, int B, int T, int C,
                         int v0, int vn) override {
     RunKernel([&] { inner_->EmbeddingForward(out, tok, wte, wpe, B, T, C, v0, vn); });

@@ -25,10 +25,13 @@ DistributedOptimizer::DistributedOptimizer(StageModel* model, ParallelGroups* gr
   weight_.assign(model->full_layout().tensors.size(), 0.0);
   const bool replica_counts = setup.zero_stage > 0 || groups->dp->rank() == 0;
   for (const LocalTensor& t : model->local().tensors) weight_[t.id] = t.counted && replica_counts ? 1.0 : 0.0;
+  // A ZeRO shard's gradients are summed into host memory (slice_), so its update runs on the
+  // host; otherwise the held gradients and parameters are the model's, on its device.
+  step_device_ = Sharded() ? CpuDevice() : model->device();
   if (setup.kind == LAMB) {
     lamb_ = std::make_unique<Lamb>(hi_ - lo_);
   } else {
-    adamw_ = std::make_unique<AdamW>(hi_ - lo_);
+    adamw_ = std::make_unique<AdamW>(hi_ - lo_, step_device_);
   }
   MakeBuckets(program);
 }
@@ -249,11 +252,13 @@ Status DistributedOptimizer::StepInside(float* norm) {
   float* held_grads = Sharded() ? slice_.data() : model_->grads();
   // Global norm over the world: every element counted once.
   std::vector<double> sq(weight_.size(), 0.0);
-  for (size_t k = 0; k < held_.size(); ++k) sq[k] = SquaredSum(held_grads + held_[k].offset, held_[k].size);
+  for (size_t k = 0; k < held_.size(); ++k) {
+    if (held_[k].size > 0) sq[k] = step_device_->SquaredSum(held_grads + held_[k].offset, held_[k].size);
+  }
   MS_RETURN_IF_ERROR(SumCounted(&sq, 1));
   double total_sq = 0.0;
   for (double s : sq) total_sq += s;
-  *norm = ClipToNorm(held_grads, n, total_sq, setup_.clip_norm);
+  *norm = ClipToNorm(held_grads, n, total_sq, setup_.clip_norm, step_device_);
   Status lamb_sum;
   if (lamb_) {
     lamb_->Step(params + lo_, held_grads, held_, setup_.hyper,
@@ -275,7 +280,7 @@ Result<float> DistributedOptimizer::Step(OpRecorder* rec) {
   MS_RETURN_IF_ERROR(rec->failure());
   MS_RETURN_IF_ERROR(inside);
   MS_RETURN_IF_ERROR(drained);
-  std::fill(model_->grads(), model_->grads() + model_->local().total, 0.0f);
+  model_->device()->Zero(model_->grads(), model_->local().total);
   std::fill(slice_.begin(), slice_.end(), 0.0f);
   return norm;
 }

@@ -126,6 +126,7 @@ class DistributedOptimizer : public DpOpRunner {
   size_t lo_ = 0, hi_ = 0, shard_ = 0;  // the held slice [lo, hi) of the local array, padded size
   std::vector<ParamSegment> held_;      // segments of the held slice, one per full-layout tensor
   std::vector<double> weight_;          // per full-layout tensor: 1 if this rank counts it
+  Device* step_device_ = nullptr;  // where the update runs: the model's device, or the host's for a ZeRO shard
   std::unique_ptr<AdamW> adamw_;
   std::unique_ptr<Lamb> lamb_;
   std::vector<Bucket> buckets_;

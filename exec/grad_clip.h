@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "exec/device.h"
 #include "exec/optimizer.h"
 
 namespace megascale {
@@ -13,11 +14,14 @@ namespace exec {
 
 // Sum of squares, in double (the order-independent part of the norm the parallel runs must match).
 double SquaredSum(const float* values, size_t n);
+// values *= s (the reference the CPU device runs).
+void ScaleValues(float* values, size_t n, float s);
 
 // Scales grads[0, n) by max_norm / norm when norm = sqrt(squared_norm) exceeds max_norm, and
 // returns norm: ClipGradNorm's rule, for callers that add up the squared norm themselves (a
-// parallel run counts each tensor once across its TP, pipeline and DP copies).
-float ClipToNorm(float* grads, size_t n, double squared_norm, float max_norm);
+// parallel run counts each tensor once across its TP, pipeline and DP copies). grads are
+// `device`'s array.
+float ClipToNorm(float* grads, size_t n, double squared_norm, float max_norm, Device* device = CpuDevice());
 
 // Returns the global norm before clipping. max_norm <= 0 disables clipping (the norm is still
 // returned, for logging).

@@ -67,6 +67,7 @@ class StageModel {
   bool is_last(int chunk) const { return virtual_stage(chunk) == virtual_stages() - 1; }
   float* params() const { return params_.data(); }
   float* grads() const { return grads_.data(); }
+  Device* device() const { return device_; }
 
   void InitParams(uint64_t seed);
 

@@ -1,142 +1,163 @@
-// Causal attention with a sliding window and grouped KV heads, the shapes of exec/attention.h.
-// Forward: one thread per (batch, head, query) row computes its scores, softmax and output (the
-// reference's loop body). Backward in two passes so that every gradient element has one writer and
-// no atomics are needed: pass 1, per query row, the softmax term sum_k att*datt (kept in scratch)
-// and dq; pass 2, per (batch, KV head, key), dk and dv summed over the query heads of its group and
-// the queries that see the key, in the reference's (head, query) order.
+// Causal attention with a sliding window and grouped KV heads, the shapes of exec/attention.h, as
+// cuBLAS batched GEMMs around two row kernels (the layout llm.c uses, without its permutes):
+//   forward:  S = Q K^T (all T x T scores, scaled)  ->  att = masked softmax(S)  ->  out = att V
+//   backward: dP = dout V^T  ->  dS = att * (dP - rowsum(att * dP)) * scale  ->
+//             dV += att^T dout,  dQ += dS K,  dK += dS^T Q.
+// Q, K and V are read in place from qkv, whose rows interleave the heads: for one batch row b and
+// one position r within a KV group, the query heads h = kvh * group + r are a strided batch over
+// kvh, and so are their KV heads, att rows and out columns. So each GEMM is B x group strided
+// launches of KVH matrices each (B launches for plain multi-head attention). The masked-out half
+// of S is computed and then ignored by the softmax: twice the work of a causal kernel, at tensor
+// core speed, which is what keeps this simple (a fused flash kernel would not store att at all).
+// Precision: TF32 products with fp32 accumulation (CUBLAS_COMPUTE_32F_FAST_TF32); the softmax and
+// its backward are fp32. The backward accumulates into dqkv (beta = 1), as the reference does.
 #include <cmath>
 
+#include "exec/cuda/cuda_status.h"
 #include "exec/cuda/kernels.h"
+#include "exec/cuda/reduce.cuh"
 
 namespace megascale {
 namespace exec {
 namespace cuda {
 namespace {
 
-constexpr int kThreads = 128;
-
-// Offsets into qkv, out and att (exec/attention.cc's Index, on the device).
-struct Ix {
-  int T, heads, kv_heads, hd;
-  __device__ size_t width() const { return static_cast<size_t>(heads + 2 * kv_heads) * hd; }
-  __device__ size_t row(int b, int t) const { return (static_cast<size_t>(b) * T + t) * width(); }
-  __device__ int kv_head(int h) const { return h / (heads / kv_heads); }
-  __device__ size_t q(int b, int t, int h) const { return row(b, t) + static_cast<size_t>(h) * hd; }
-  __device__ size_t k_of_kv(int b, int t, int kvh) const {
-    return row(b, t) + static_cast<size_t>(heads + kvh) * hd;
-  }
-  __device__ size_t v_of_kv(int b, int t, int kvh) const {
-    return row(b, t) + static_cast<size_t>(heads + kv_heads + kvh) * hd;
-  }
-  __device__ size_t out(int b, int t, int h) const {
-    return (static_cast<size_t>(b) * T + t) * heads * hd + static_cast<size_t>(h) * hd;
-  }
-  __device__ size_t att(int b, int h, int t) const { return ((static_cast<size_t>(b) * heads + h) * T + t) * T; }
-};
+constexpr int kRowThreads = 128;  // one warp per row, four rows per block
 
 __device__ int FirstKeyOnDevice(int t, int window) { return window > 0 ? max(0, t - window + 1) : 0; }
 
-__device__ float DotOnDevice(const float* a, const float* b, int n) {
-  float s = 0.0f;
-  for (int i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-__global__ void AttentionForwardKernel(float* out, float* att, const float* qkv, Ix ix, int B, int window,
-                                       float scale) {
-  const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= B * ix.heads * ix.T) return;
-  const int t = idx % ix.T, h = (idx / ix.T) % ix.heads, b = idx / (ix.T * ix.heads);
-  const int kvh = ix.kv_head(h), hd = ix.hd, lo = FirstKeyOnDevice(t, window);
-  const float* q = qkv + ix.q(b, t, h);
-  float* a = att + ix.att(b, h, t);
+// In place on att's rows (B*heads*T rows of T): the masked softmax of the scaled scores; 0 outside
+// the mask (keys after t, and before t - window + 1).
+__global__ void MaskedSoftmaxKernel(float* att, long rows, int T, int window) {
+  const long row = static_cast<long>(blockIdx.x) * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  if (row >= rows) return;
+  const int lane = threadIdx.x % kWarp, t = static_cast<int>(row % T), lo = FirstKeyOnDevice(t, window);
+  float* a = att + row * T;
   float maxv = -INFINITY;
-  for (int t2 = lo; t2 <= t; ++t2) {
-    a[t2] = DotOnDevice(q, qkv + ix.k_of_kv(b, t2, kvh), hd) * scale;
-    maxv = fmaxf(maxv, a[t2]);
-  }
+  for (int k = lo + lane; k <= t; k += kWarp) maxv = fmaxf(maxv, a[k]);
+  maxv = WarpMax(maxv);
   float sum = 0.0f;
-  for (int t2 = lo; t2 <= t; ++t2) {
-    a[t2] = expf(a[t2] - maxv);
-    sum += a[t2];
-  }
-  const float inv = 1.0f / sum;
-  for (int t2 = 0; t2 < ix.T; ++t2) a[t2] = (t2 >= lo && t2 <= t) ? a[t2] * inv : 0.0f;
-  float* o = out + ix.out(b, t, h);
-  for (int i = 0; i < hd; ++i) o[i] = 0.0f;
-  for (int t2 = lo; t2 <= t; ++t2) {
-    const float* v = qkv + ix.v_of_kv(b, t2, kvh);
-    for (int i = 0; i < hd; ++i) o[i] += a[t2] * v[i];
-  }
+  for (int k = lo + lane; k <= t; k += kWarp) sum += expf(a[k] - maxv);
+  const float inv = 1.0f / WarpSum(sum);
+  for (int k = lane; k < T; k += kWarp) a[k] = (k >= lo && k <= t) ? expf(a[k] - maxv) * inv : 0.0f;
 }
 
-// Pass 1: per query row, dot_sum = sum_k att[k] * (dout . v[k]) into scratch, and dq.
-__global__ void AttentionBackwardQueryKernel(float* dqkv, float* dot_sums, const float* dout, const float* qkv,
-                                             const float* att, Ix ix, int B, int window, float scale) {
-  const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= B * ix.heads * ix.T) return;
-  const int t = idx % ix.T, h = (idx / ix.T) % ix.heads, b = idx / (ix.T * ix.heads);
-  const int kvh = ix.kv_head(h), hd = ix.hd, lo = FirstKeyOnDevice(t, window);
-  const float* a = att + ix.att(b, h, t);
-  const float* d = dout + ix.out(b, t, h);
-  float dot_sum = 0.0f;
-  for (int t2 = lo; t2 <= t; ++t2) dot_sum += a[t2] * DotOnDevice(d, qkv + ix.v_of_kv(b, t2, kvh), hd);
-  dot_sums[idx] = dot_sum;
-  float* dq = dqkv + ix.q(b, t, h);
-  for (int t2 = lo; t2 <= t; ++t2) {
-    const float datt = DotOnDevice(d, qkv + ix.v_of_kv(b, t2, kvh), hd);
-    const float dscore = a[t2] * (datt - dot_sum) * scale;
-    const float* k = qkv + ix.k_of_kv(b, t2, kvh);
-    for (int i = 0; i < hd; ++i) dq[i] += dscore * k[i];
-  }
+// In place on dp (att's shape): dS = att * (dP - sum_k att*dP) * scale; 0 where att is.
+__global__ void SoftmaxBackwardKernel(float* dp, const float* att, long rows, int T, int window, float scale) {
+  const long row = static_cast<long>(blockIdx.x) * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  if (row >= rows) return;
+  const int lane = threadIdx.x % kWarp, t = static_cast<int>(row % T), lo = FirstKeyOnDevice(t, window);
+  float* d = dp + row * T;
+  const float* a = att + row * T;
+  float dot = 0.0f;
+  for (int k = lo + lane; k <= t; k += kWarp) dot += a[k] * d[k];
+  dot = WarpSum(dot);
+  for (int k = lane; k < T; k += kWarp) d[k] = (k >= lo && k <= t) ? a[k] * (d[k] - dot) * scale : 0.0f;
 }
 
-// Pass 2: per (batch, KV head, key t2), dk and dv over the group's query heads and the queries
-// t2 <= t < t2 + window that read the key.
-__global__ void AttentionBackwardKeyValueKernel(float* dqkv, const float* dot_sums, const float* dout,
-                                                const float* qkv, const float* att, Ix ix, int B, int window,
-                                                float scale) {
-  const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= B * ix.kv_heads * ix.T) return;
-  const int t2 = idx % ix.T, kvh = (idx / ix.T) % ix.kv_heads, b = idx / (ix.T * ix.kv_heads);
-  const int group = ix.heads / ix.kv_heads, hd = ix.hd;
-  const float* v = qkv + ix.v_of_kv(b, t2, kvh);
-  float* dk = dqkv + ix.k_of_kv(b, t2, kvh);
-  float* dv = dqkv + ix.v_of_kv(b, t2, kvh);
-  for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
-    for (int t = t2; t < ix.T; ++t) {
-      if (FirstKeyOnDevice(t, window) > t2) break;  // later queries see even later keys only
-      const float a = att[ix.att(b, h, t) + t2];
-      const float* d = dout + ix.out(b, t, h);
-      const float* q = qkv + ix.q(b, t, h);
-      const float datt = DotOnDevice(d, v, hd);
-      const float dscore = a * (datt - dot_sums[(static_cast<size_t>(b) * ix.heads + h) * ix.T + t]) * scale;
-      for (int i = 0; i < hd; ++i) {
-        dv[i] += a * d[i];
-        dk[i] += dscore * q[i];
-      }
-    }
-  }
+int RowBlocks(long rows) {
+  const int per_block = kRowThreads / kWarp;
+  return static_cast<int>((rows + per_block - 1) / per_block);
 }
 
-Ix IxOf(const AttentionShape& s) { return Ix{s.T, s.heads, s.kv_heads, s.head_dim}; }
+// One strided-batched GEMM, column-major, fp32 storage, TF32 products: C = alpha op(A) op(B) + beta C
+// for `batch` matrices whose A, B and C start stride_a, stride_b, stride_c floats apart.
+struct Batched {
+  cublasHandle_t handle;
+  Status Run(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha, const float* a,
+             int lda, long stride_a, const float* b, int ldb, long stride_b, float beta, float* c, int ldc,
+             long stride_c, int batch) const {
+    return MS_CUBLAS_STATUS(cublasGemmStridedBatchedEx(handle, ta, tb, m, n, k, &alpha, a, CUDA_R_32F, lda, stride_a,
+                                                       b, CUDA_R_32F, ldb, stride_b, &beta, c, CUDA_R_32F, ldc,
+                                                       stride_c, batch, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                                       CUBLAS_GEMM_DEFAULT));
+  }
+};
+
+// Where one (batch row b, group position r) slice starts, and its strides over the KV heads.
+struct Slice {
+  const AttentionShape& s;
+  int b, r;
+  int group() const { return s.heads / s.kv_heads; }
+  int width() const { return (s.heads + 2 * s.kv_heads) * s.head_dim; }  // qkv's row
+  long row0() const { return static_cast<long>(b) * s.T * width(); }
+  long q() const { return row0() + static_cast<long>(r) * s.head_dim; }  // head h = kvh*group + r
+  long k() const { return row0() + static_cast<long>(s.heads) * s.head_dim; }
+  long v() const { return row0() + static_cast<long>(s.heads + s.kv_heads) * s.head_dim; }
+  long q_stride() const { return static_cast<long>(group()) * s.head_dim; }
+  long kv_stride() const { return s.head_dim; }
+  long att() const { return (static_cast<long>(b) * s.heads + r) * s.T * s.T; }
+  long att_stride() const { return static_cast<long>(group()) * s.T * s.T; }
+  int out_ld() const { return s.heads * s.head_dim; }
+  long out() const { return static_cast<long>(b) * s.T * out_ld() + static_cast<long>(r) * s.head_dim; }
+};
+
 float ScaleOf(const AttentionShape& s) { return 1.0f / std::sqrt(static_cast<float>(s.head_dim)); }
-int Blocks(int n) { return (n + kThreads - 1) / kThreads; }
 
 }  // namespace
 
-void LaunchAttentionForward(float* out, float* att, const float* qkv, const AttentionShape& s,
-                            cudaStream_t stream) {
-  AttentionForwardKernel<<<Blocks(s.B * s.heads * s.T), kThreads, 0, stream>>>(out, att, qkv, IxOf(s), s.B,
-                                                                                s.window, ScaleOf(s));
+Status LaunchAttentionForward(cublasHandle_t blas, float* out, float* att, const float* qkv, const AttentionShape& s,
+                              cudaStream_t stream) {
+  const Batched g{blas};
+  const int T = s.T, hd = s.head_dim, nkv = s.kv_heads;
+  for (int b = 0; b < s.B; ++b) {
+    for (int r = 0; r < s.heads / s.kv_heads; ++r) {
+      const Slice x{s, b, r};
+      // S^T (keys x queries, column-major) = K (T x hd) . Q^T: att's row-major [query][key].
+      MS_RETURN_IF_ERROR(g.Run(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hd, ScaleOf(s), qkv + x.k(), x.width(),
+                               x.kv_stride(), qkv + x.q(), x.width(), x.q_stride(), 0.0f, att + x.att(), T,
+                               x.att_stride(), nkv));
+    }
+  }
+  const long rows = static_cast<long>(s.B) * s.heads * T;
+  MaskedSoftmaxKernel<<<RowBlocks(rows), kRowThreads, 0, stream>>>(att, rows, T, s.window);
+  MS_RETURN_IF_ERROR(MS_CUDA_STATUS(cudaGetLastError()));
+  for (int b = 0; b < s.B; ++b) {
+    for (int r = 0; r < s.heads / s.kv_heads; ++r) {
+      const Slice x{s, b, r};
+      // out^T (hd x queries) = V^T (hd x keys) . att^T (keys x queries).
+      MS_RETURN_IF_ERROR(g.Run(CUBLAS_OP_N, CUBLAS_OP_N, hd, T, T, 1.0f, qkv + x.v(), x.width(), x.kv_stride(),
+                               att + x.att(), T, x.att_stride(), 0.0f, out + x.out(), x.out_ld(), x.q_stride(),
+                               nkv));
+    }
+  }
+  return Status::Ok();
 }
 
-void LaunchAttentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                             const AttentionShape& s, float* scratch, cudaStream_t stream) {
-  AttentionBackwardQueryKernel<<<Blocks(s.B * s.heads * s.T), kThreads, 0, stream>>>(
-      dqkv, scratch, dout, qkv, att, IxOf(s), s.B, s.window, ScaleOf(s));
-  AttentionBackwardKeyValueKernel<<<Blocks(s.B * s.kv_heads * s.T), kThreads, 0, stream>>>(
-      dqkv, scratch, dout, qkv, att, IxOf(s), s.B, s.window, ScaleOf(s));
+Status LaunchAttentionBackward(cublasHandle_t blas, float* dqkv, const float* dout, const float* qkv, const float* att,
+                               const AttentionShape& s, float* scratch, cudaStream_t stream) {
+  const Batched g{blas};
+  const int T = s.T, hd = s.head_dim, nkv = s.kv_heads;
+  float* ds = scratch;  // dP, then dS in place: att's shape
+  for (int b = 0; b < s.B; ++b) {
+    for (int r = 0; r < s.heads / s.kv_heads; ++r) {
+      const Slice x{s, b, r};
+      // dP^T (keys x queries) = V (keys x hd) . dout^T (hd x queries).
+      MS_RETURN_IF_ERROR(g.Run(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hd, 1.0f, qkv + x.v(), x.width(), x.kv_stride(),
+                               dout + x.out(), x.out_ld(), x.q_stride(), 0.0f, ds + x.att(), T, x.att_stride(),
+                               nkv));
+      // dV^T (hd x keys) += dout^T (hd x queries) . att (queries x keys).
+      MS_RETURN_IF_ERROR(g.Run(CUBLAS_OP_N, CUBLAS_OP_T, hd, T, T, 1.0f, dout + x.out(), x.out_ld(), x.q_stride(),
+                               att + x.att(), T, x.att_stride(), 1.0f, dqkv + x.v(), x.width(), x.kv_stride(),
+                               nkv));
+    }
+  }
+  const long rows = static_cast<long>(s.B) * s.heads * T;
+  SoftmaxBackwardKernel<<<RowBlocks(rows), kRowThreads, 0, stream>>>(ds, att, rows, T, s.window, ScaleOf(s));
+  MS_RETURN_IF_ERROR(MS_CUDA_STATUS(cudaGetLastError()));
+  for (int b = 0; b < s.B; ++b) {
+    for (int r = 0; r < s.heads / s.kv_heads; ++r) {
+      const Slice x{s, b, r};
+      // dQ^T (hd x queries) += K^T (hd x keys) . dS^T (keys x queries).
+      MS_RETURN_IF_ERROR(g.Run(CUBLAS_OP_N, CUBLAS_OP_N, hd, T, T, 1.0f, qkv + x.k(), x.width(), x.kv_stride(),
+                               ds + x.att(), T, x.att_stride(), 1.0f, dqkv + x.q(), x.width(), x.q_stride(), nkv));
+      // dK^T (hd x keys) += Q^T (hd x queries) . dS (queries x keys).
+      MS_RETURN_IF_ERROR(g.Run(CUBLAS_OP_N, CUBLAS_OP_T, hd, T, T, 1.0f, qkv + x.q(), x.width(), x.q_stride(),
+                               ds + x.att(), T, x.att_stride(), 1.0f, dqkv + x.k(), x.width(), x.kv_stride(),
+                               nkv));
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace cuda

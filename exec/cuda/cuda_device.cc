@@ -30,6 +30,8 @@ Result<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal) {
 
 CudaDevice::~CudaDevice() {
   // Teardown errors have no one to report to; the process is ending or the context is gone.
+  ReleaseCache();  // blocks still in use belong to their owners
+  if (partials_ != nullptr) cudaFree(partials_);
   if (ids_ != nullptr) cudaFree(ids_);
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (blas_ != nullptr) cublasDestroy(blas_);
@@ -37,6 +39,15 @@ CudaDevice::~CudaDevice() {
 }
 
 std::string CudaDevice::name() const { return "cuda:" + std::to_string(ordinal_); }
+
+double CudaDevice::memory_bytes() const {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: a later kernel's check must not report it
+    return 0;            // calibrate falls back to the host's memory
+  }
+  return static_cast<double>(total_bytes);
+}
 
 bool CudaDevice::Check(const Status& s) {
   if (s.ok()) return true;
@@ -79,10 +90,23 @@ float* CudaDevice::Scratch(size_t n) { return Grown(&scratch_, &scratch_capacity
 
 float* CudaDevice::Alloc(size_t n) {
   if (!status_.ok()) return nullptr;
-  float* p = nullptr;
   // At least one float, so that every Alloc returns a distinct non-null pointer like the CPU's.
   const size_t bytes = (n > 0 ? n : 1) * sizeof(float);
-  if (!Check(MS_CUDA_STATUS(cudaMallocManaged(&p, bytes)))) return nullptr;
+  float* p = nullptr;
+  auto hit = cached_.find(bytes);
+  if (hit != cached_.end() && !hit->second.empty()) {
+    p = hit->second.back();
+    hit->second.pop_back();
+  } else {
+    cudaError_t e = cudaMallocManaged(&p, bytes);
+    if (e == cudaErrorMemoryAllocation && !cached_.empty()) {
+      cudaGetLastError();  // not sticky: free what the cache holds and try once more
+      ReleaseCache();
+      e = cudaMallocManaged(&p, bytes);
+    }
+    if (!Check(cuda::CudaStatus(e, "cudaMallocManaged", __FILE__, __LINE__))) return nullptr;
+    bytes_of_[p] = bytes;
+  }
   if (!Check(MS_CUDA_STATUS(cudaMemsetAsync(p, 0, bytes, stream_)))) return p;
   Finish("Alloc");
   return p;
@@ -90,7 +114,23 @@ float* CudaDevice::Alloc(size_t n) {
 
 void CudaDevice::Free(float* p) {
   if (p == nullptr) return;
-  Check(MS_CUDA_STATUS(cudaFree(p)));  // implicitly synchronizes the device
+  auto known = bytes_of_.find(p);
+  if (known == bytes_of_.end()) {
+    Check(MS_CUDA_STATUS(cudaFree(p)));  // not ours: implicitly synchronizes the device
+    return;
+  }
+  // Every call synchronizes its stream before returning, so no kernel still uses the block.
+  cached_[known->second].push_back(p);
+}
+
+void CudaDevice::ReleaseCache() {
+  for (auto& [bytes, blocks] : cached_) {
+    for (float* p : blocks) {
+      bytes_of_.erase(p);
+      cudaFree(p);  // teardown or out of memory: nothing to report beyond the allocation's own error
+    }
+  }
+  cached_.clear();
 }
 
 void CudaDevice::Upload(float* dst, const float* host, size_t n) { Copy(dst, host, n); }
@@ -113,6 +153,36 @@ void CudaDevice::Add(float* dst, const float* src, size_t n) {
   if (!status_.ok() || n == 0) return;
   cuda::LaunchAdd(dst, src, n, stream_);
   Finish("Add");
+}
+
+double CudaDevice::SquaredSum(const float* x, size_t n) {
+  if (!status_.ok() || n == 0) return 0.0;
+  const int blocks = cuda::SquaredSumBlocks(n);
+  double* partials = Grown(&partials_, &partials_capacity_, static_cast<size_t>(blocks));
+  if (partials == nullptr) return std::nan("");
+  cuda::LaunchSquaredSum(x, n, partials, stream_);
+  std::vector<double> host(static_cast<size_t>(blocks));
+  if (!Check(MS_CUDA_STATUS(
+          cudaMemcpyAsync(host.data(), partials, blocks * sizeof(double), cudaMemcpyDeviceToHost, stream_)))) {
+    return std::nan("");
+  }
+  Finish("SquaredSum");
+  if (!status_.ok()) return std::nan("");
+  double sum = 0.0;
+  for (double v : host) sum += v;
+  return sum;
+}
+
+void CudaDevice::Scale(float* x, size_t n, float s) {
+  if (!status_.ok() || n == 0) return;
+  cuda::LaunchScale(x, n, s, stream_);
+  Finish("Scale");
+}
+
+void CudaDevice::AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, const AdamWCoeffs& c) {
+  if (!status_.ok() || n == 0) return;
+  cuda::LaunchAdamW(p, g, m, v, n, c, stream_);
+  Finish("AdamWUpdate");
 }
 
 void CudaDevice::EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
@@ -177,16 +247,16 @@ void CudaDevice::BiasBackward(float* db, const float* dout, int N, int OC) {
 
 void CudaDevice::AttentionForward(float* out, float* att, const float* qkv, const AttentionShape& s) {
   if (!status_.ok()) return;
-  cuda::LaunchAttentionForward(out, att, qkv, s, stream_);
+  if (!Check(cuda::LaunchAttentionForward(blas_, out, att, qkv, s, stream_))) return;
   Finish("AttentionForward");
 }
 
 void CudaDevice::AttentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
                                    const AttentionShape& s) {
   if (!status_.ok()) return;
-  float* scratch = Scratch(static_cast<size_t>(s.B) * s.heads * s.T);
+  float* scratch = Scratch(static_cast<size_t>(s.B) * s.heads * s.T * s.T);
   if (scratch == nullptr) return;
-  cuda::LaunchAttentionBackward(dqkv, dout, qkv, att, s, scratch, stream_);
+  if (!Check(cuda::LaunchAttentionBackward(blas_, dqkv, dout, qkv, att, s, scratch, stream_))) return;
   Finish("AttentionBackward");
 }
 

@@ -5,9 +5,14 @@
 // Precision: the linear layers' GEMMs run on cuBLAS with bf16 tensor-core products and fp32
 // accumulation (exec/cuda/linear_gemm.h); storage, master weights, gradients and every other kernel
 // are fp32.
-// Memory: Alloc returns managed memory (cudaMallocManaged), so host code that reads or writes
-// device buffers today (the optimizers in exec/distributed_optimizer.cc, gradient clipping) stays
-// correct on a GPU run. Token ids arrive as host arrays and are copied into a device buffer.
+// Memory: Alloc returns managed memory (cudaMallocManaged), so host code that still reads or
+// writes device buffers (LAMB and a ZeRO shard's update, checkpoints) stays correct on a GPU run;
+// AdamW, clipping and gradient zeroing run here (Device::AdamWUpdate, ...), so a plain run's
+// parameters never leave the GPU. Freed blocks are kept by size and handed out again (zeroed):
+// a step allocates the same activations as the last, and cudaMallocManaged plus the first touch
+// of its pages cost tens of milliseconds per layer. The cache is released when an allocation
+// fails, then the allocation is retried once. Token ids arrive as host arrays and are copied into
+// a device buffer.
 // Ordering: each call, kernels and copies alike, synchronizes its stream before returning (why: the
 // host may touch any managed buffer right after a call, and a managed page the host touches while a
 // kernel runs is a data race; correctness first, overlap is a later issue). So Synchronize() has
@@ -25,6 +30,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "base/status.h"
 #include "exec/device.h"
@@ -49,6 +56,7 @@ class CudaDevice : public Device {
   Status status() const override { return status_; }
 
   std::string name() const override;
+  double memory_bytes() const override;  // the GPU's total (cudaMemGetInfo)
   float* Alloc(size_t n) override;
   void Free(float* p) override;
   void Upload(float* dst, const float* host, size_t n) override;
@@ -56,6 +64,9 @@ class CudaDevice : public Device {
   void Copy(float* dst, const float* src, size_t n) override;
   void Zero(float* p, size_t n) override;
   void Add(float* dst, const float* src, size_t n) override;
+  double SquaredSum(const float* x, size_t n) override;
+  void Scale(float* x, size_t n, float s) override;
+  void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, const AdamWCoeffs& c) override;
 
   void EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T, int C,
                         int vocab_begin, int vocab_rows) override;
@@ -112,6 +123,11 @@ class CudaDevice : public Device {
   size_t ids_capacity_ = 0;
   float* scratch_ = nullptr;
   size_t scratch_capacity_ = 0;
+  double* partials_ = nullptr;
+  size_t partials_capacity_ = 0;
+  std::unordered_map<float*, size_t> bytes_of_;             // every live or cached block's size
+  std::unordered_map<size_t, std::vector<float*>> cached_;  // freed blocks by size
+  void ReleaseCache();
 };
 
 }  // namespace exec

@@ -19,7 +19,7 @@ namespace megascale {
 namespace exec {
 
 struct CudaPlugin {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;  // 2: Device::memory_bytes
   int version = kVersion;
   // The GPU of the process with node-local rank local_rank (round-robin over the visible GPUs);
   // one device per GPU for the life of the process.

@@ -92,7 +92,52 @@ __global__ void ResidualForwardKernel(float* out, const float* a, const float* b
   MS_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
 }
 
+__global__ void ScaleKernel(float* x, size_t n, float s) {
+  MS_GRID_STRIDE(i, n) x[i] *= s;
+}
+
+// exec/adamw.cc's AdamWReference, one element per thread.
+__global__ void AdamWKernel(float* p, const float* g, float* m, float* v, size_t n, AdamWCoeffs c) {
+  MS_GRID_STRIDE(i, n) {
+    const float gi = g[i];
+    const float mi = c.beta1 * m[i] + (1.0f - c.beta1) * gi;
+    const float vi = c.beta2 * v[i] + (1.0f - c.beta2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    const float mhat = mi / c.c1, vhat = vi / c.c2;
+    p[i] -= c.lr * (mhat / (sqrtf(vhat) + c.eps) + c.weight_decay * p[i]);
+  }
+}
+
+// Each block's sum of squares, in double, into partials[blockIdx.x].
+__global__ void SquaredSumKernel(const float* x, size_t n, double* partials) {
+  __shared__ double part[kThreads];
+  double acc = 0.0;
+  MS_GRID_STRIDE(i, n) acc += static_cast<double>(x[i]) * x[i];
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) part[threadIdx.x] += part[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = part[0];
+}
+
 }  // namespace
+
+int SquaredSumBlocks(size_t n) { return Blocks(n) < kSquaredSumMaxBlocks ? Blocks(n) : kSquaredSumMaxBlocks; }
+
+void LaunchSquaredSum(const float* x, size_t n, double* partials, cudaStream_t stream) {
+  SquaredSumKernel<<<SquaredSumBlocks(n), kThreads, 0, stream>>>(x, n, partials);
+}
+
+void LaunchScale(float* x, size_t n, float s, cudaStream_t stream) {
+  ScaleKernel<<<Blocks(n), kThreads, 0, stream>>>(x, n, s);
+}
+
+void LaunchAdamW(float* p, const float* g, float* m, float* v, size_t n, const AdamWCoeffs& c, cudaStream_t stream) {
+  AdamWKernel<<<Blocks(n), kThreads, 0, stream>>>(p, g, m, v, n, c);
+}
 
 void LaunchAdd(float* dst, const float* src, size_t n, cudaStream_t stream) {
   AddKernel<<<Blocks(n), kThreads, 0, stream>>>(dst, src, n);

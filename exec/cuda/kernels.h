@@ -5,12 +5,15 @@
 // memory, token ids included. Sizes > 0. Thread-safety: that of the stream.
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 
+#include "base/status.h"
 #include "exec/attention.h"
+#include "exec/device.h"
 
 namespace megascale {
 namespace exec {
@@ -28,6 +31,14 @@ void LaunchGeluForward(float* out, const float* inp, int n, cudaStream_t stream)
 void LaunchGeluBackward(float* dinp, const float* inp, const float* dout, int n, cudaStream_t stream);
 void LaunchResidualForward(float* out, const float* a, const float* b, int n, cudaStream_t stream);
 
+// The optimizer's elementwise work (elementwise_kernels.cu; exec/device.h). LaunchSquaredSum
+// writes SquaredSumBlocks(n) partial sums in double, which the caller adds up.
+constexpr int kSquaredSumMaxBlocks = 1024;
+int SquaredSumBlocks(size_t n);
+void LaunchSquaredSum(const float* x, size_t n, double* partials, cudaStream_t stream);
+void LaunchScale(float* x, size_t n, float s, cudaStream_t stream);
+void LaunchAdamW(float* p, const float* g, float* m, float* v, size_t n, const AdamWCoeffs& c, cudaStream_t stream);
+
 // LayerNorm (layernorm_kernels.cu).
 void LaunchLayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                             const float* b, int N, int C, cudaStream_t stream);
@@ -35,11 +46,13 @@ void LaunchLayerNormBackward(float* dinp, float* dw, float* db, const float* dou
                              const float* w, const float* mean, const float* rstd, int N, int C,
                              cudaStream_t stream);
 
-// Attention (attention_kernels.cu). scratch: B * heads * T floats, overwritten.
-void LaunchAttentionForward(float* out, float* att, const float* qkv, const AttentionShape& s,
-                            cudaStream_t stream);
-void LaunchAttentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                             const AttentionShape& s, float* scratch, cudaStream_t stream);
+// Attention (attention_kernels.cu): cuBLAS GEMMs on `blas` (whose stream is `stream`) around two
+// row kernels; the GEMMs' status is returned (the row kernels' launch is checked too).
+// scratch: B * heads * T * T floats, overwritten.
+Status LaunchAttentionForward(cublasHandle_t blas, float* out, float* att, const float* qkv,
+                              const AttentionShape& s, cudaStream_t stream);
+Status LaunchAttentionBackward(cublasHandle_t blas, float* dqkv, const float* dout, const float* qkv,
+                               const float* att, const AttentionShape& s, float* scratch, cudaStream_t stream);
 
 // Cross-entropy (cross_entropy_kernels.cu). row_loss: N floats, each row's -log p[target]; the
 // caller averages them on the host in double, as the reference does.

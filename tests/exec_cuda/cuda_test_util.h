@@ -24,6 +24,10 @@ constexpr float kFp32Tol = 1e-5f;
 // accumulate in fp32, so outputs are off by a few 1e-3 of the largest value; 1e-2 keeps margin
 // while a wrong layout or transpose (errors of order 1) still fails.
 constexpr float kBf16GemmTol = 1e-2f;
+// Attention's GEMMs round their inputs to TF32 (10-bit mantissa, relative rounding 2^-11 ~ 5e-4):
+// a few 1e-4 of the largest value, through the softmax too; 2e-3 keeps margin while a wrong
+// stride or transpose still fails.
+constexpr float kTf32GemmTol = 2e-3f;
 
 inline bool GpuVisible() {
   int count = 0;

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The GPU checks of the CUDA path, in one call on a machine with one NVIDIA GPU, CUDA 13 and a
+# PyTorch whose wheels bring cuBLAS and NCCL (bench/gpu_pack.sh packs this build for it):
+#   1. tests/exec_cuda: every CUDA kernel against the CPU reference, a training step, the plugin;
+#   2. `megascale calibrate` on the GPU at a mid-size GPT's shapes (one rank), then
+#      `megascale run` of the same plan with its trace (for `megascale simulate --calibration` and
+#      `megascale compare` afterwards, on any machine);
+#   3. GPT-1.3B (scenarios/gpu-gpt-1.3b-h100.textproto's model) trained by `megascale run` and by
+#      PyTorch (bench/pytorch_gpt.py: eager SDPA and torch.compile, bf16 autocast) on the same GPU.
+# Each step has its own time limit and a failed step does not stop the next. Everything lands in
+# OUT (default ./gpu-out): log.txt, gpu.calib, mid.trace, the runs' JSON; the last lines are a table.
+#   bench/gpu_check.sh [PACK_DIR] [OUT]
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+pack="$(cd "${1:-$root/.devpack}" && pwd)"
+out="${2:-${OUT:-$root/gpu-out}}"
+mkdir -p "$out"
+exec > >(tee "$out/log.txt") 2>&1
+t0=$(date +%s)
+stamp() { echo "=== [$(($(date +%s) - t0)) s] $*"; }
+
+# The test binaries look for the sources where they were built (MEGASCALE_SOURCE_DIR).
+built_at=/work/main
+if [ "$root" != "$built_at" ] && [ ! -e "$built_at" ]; then mkdir -p /work && ln -s "$root" "$built_at"; fi
+
+py=python3
+sp=$($py -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)
+cudalibs=$(ls -d "$sp"/nvidia/*/lib /usr/local/cuda/lib64 2>/dev/null | tr '\n' ':')
+export LD_LIBRARY_PATH="$pack:$pack/lib:${cudalibs}${LD_LIBRARY_PATH:-}"
+export MEGASCALE_CUDA_PLUGIN="$pack/libmegascale_cuda.so"
+if ldd "$pack/megascale" "$pack/libmegascale_cuda.so" | grep -q "GLIBCXX.*not found\|libstdc++.*not found"; then
+  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$pack/fallback"
+fi
+ms="$pack/megascale"
+
+stamp "machine"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+$py -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))'
+echo "libraries not found:"; ldd "$ms" "$pack/libmegascale_cuda.so" "$pack/exec_cuda_tests" | grep "not found" | sort -u
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+gpu_mem_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+case "$gpu_name" in *H200*) gpu=H200 ;; *H800*) gpu=H800 ;; *) gpu=H100 ;; esac
+
+stamp "1. tests/exec_cuda"
+timeout 60 "$pack/exec_cuda_tests" --gtest_color=no 2>&1 | grep -v "^\[       OK \]\|^\[ RUN      \]"
+echo "exec_cuda_tests exit: ${PIPESTATUS[0]}"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat > "$work/mid.textproto" <<EOF
+name: "gpu-gpt-mid"
+description: "GPT 12 x 768, seq 1024, GPT-2 vocabulary, one GPU"
+cluster { gpu: "$gpu" num_gpus: 1 gpus_per_node: 1 fabric: NONBLOCKING }
+model { layers: 12 hidden: 768 heads: 12 seq_len: 1024 vocab: 50257 }
+training { global_batch: 8 micro_batch: 4 optimizer: ADAM steps: 10 }
+layout { tp: 1 pp: 1 dp: 1 }
+run { device: "cuda" lr: 1e-4 }
+EOF
+stamp "2. calibrate at the mid GPT's shapes"
+timeout 60 "$ms" calibrate -o "$out/gpu.calib" "$work/mid.textproto" --warmup 2 --iterations 6
+echo "calibrate exit: $?"
+stamp "2. run the mid GPT (trace)"
+timeout 60 "$ms" run "$work/mid.textproto" --steps 10 --trace "$out/mid.trace" --json -q > "$out/mid_run.json"
+echo "run exit: $?"
+
+# GPT-1.3B: the executor keeps fp32 activations and every attention matrix, ~20 GB per sequence of
+# a micro-batch beside 21 GB of weights and Adam state: micro-batch 2 where the GPU has 120 GB or
+# more, else 1 (the same tokens per step).
+micro=2
+[ "${gpu_mem_mib:-0}" -lt 120000 ] && micro=1
+sed -e "s/micro_batch: 4/micro_batch: $micro/" -e "s/gpu: \"H100\"/gpu: \"$gpu\"/" \
+  "$root/scenarios/gpu-gpt-1.3b-h100.textproto" > "$work/b13.textproto"
+stamp "3. megascale run GPT-1.3B (micro-batch $micro, trace)"
+"$ms" plan "$work/b13.textproto" --json > "$work/b13_plan.json"
+timeout 90 "$ms" run "$work/b13.textproto" --steps 5 --trace "$out/b13.trace" --json -q > "$out/b13_run.json"
+echo "run exit: $?"
+(cd "$work" && tar cf "$out/scenarios.tar" mid.textproto b13.textproto)
+stamp "3. PyTorch GPT-1.3B"
+timeout 150 $py "$root/bench/pytorch_gpt.py" --plan "$work/b13_plan.json" --steps 5 --warmup 2 \
+  --modes eager,compile | sed 's/^{/{"model": "b13", /' >> "$out/torch.jsonl"
+echo "pytorch exit: ${PIPESTATUS[0]}"
+stamp "4. PyTorch mid GPT (eager)"
+"$ms" plan "$work/mid.textproto" --json > "$work/mid_plan.json"
+timeout 60 $py "$root/bench/pytorch_gpt.py" --plan "$work/mid_plan.json" --steps 5 --warmup 2 \
+  --modes eager | sed 's/^{/{"model": "mid", /' >> "$out/torch.jsonl"
+echo "pytorch exit: ${PIPESTATUS[0]}"
+
+stamp "summary ($gpu_name)"
+$py - "$out" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except Exception as e:
+        return {"error": str(e)}
+for name in ("mid_run.json", "b13_run.json"):
+    j = load(name)
+    print(f"{name:14} step {j.get('step_time_s')} s  MFU {j.get('mfu')}  losses {j.get('losses', [])[:2]}..{j.get('losses', [])[-1:]}"
+          if "error" not in j else f"{name:14} {j['error']}")
+try:
+    for line in open(os.path.join(out, "torch.jsonl")):
+        j = json.loads(line)
+        print(f"pytorch {j['model']:4} {j['mode']:7} step {j['step_s']:.4f} s  MFU {j['mfu']:.3f}  peak {j.get('peak_memory_gb')} GB")
+except Exception as e:
+    print("pytorch:", e)
+PY
