@@ -2,13 +2,16 @@
 # The GPU checks of the CUDA path, in one call on a machine with one NVIDIA GPU, CUDA 13 and a
 # PyTorch whose wheels bring cuBLAS and NCCL (bench/gpu_pack.sh packs this build for it):
 #   1. tests/exec_cuda: every CUDA kernel against the CPU reference, a training step, the plugin;
-#   2. `megascale calibrate` on the GPU at a mid-size GPT's shapes (one rank), then
-#      `megascale run` of the same plan with its trace (for `megascale simulate --calibration` and
-#      `megascale compare` afterwards, on any machine);
-#   3. GPT-1.3B (scenarios/gpu-gpt-1.3b-h100.textproto's model) trained by `megascale run` and by
-#      PyTorch (bench/pytorch_gpt.py: eager SDPA and torch.compile, bf16 autocast) on the same GPU.
+#   2. `megascale calibrate` on the GPU (one rank) at a 12 x 768 GPT's shapes (gpu.calib), and at
+#      those and GPT-1.3B's (gpu2.calib);
+#   3. `megascale run` of three GPTs (12 x 768; 24 x 1024, seq 2048; GPT-1.3B, the model of
+#      scenarios/gpu-gpt-1.3b-h100.textproto) with their traces, for `megascale simulate
+#      --calibration` and `megascale compare` afterwards, on any machine;
+#   4. unless TORCH=0: PyTorch on GPT-1.3B and the 12 x 768 GPT (bench/pytorch_gpt.py: eager SDPA
+#      and torch.compile, bf16 autocast) on the same GPU.
 # Each step has its own time limit and a failed step does not stop the next. Everything lands in
-# OUT (default ./gpu-out): log.txt, gpu.calib, mid.trace, the runs' JSON; the last lines are a table.
+# OUT (default ./gpu-out): log.txt, the calibrations, the traces, runs.jsonl, torch.jsonl and
+# scenarios.tar; the last lines are a table.
 #   bench/gpu_check.sh [PACK_DIR] [OUT]
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -47,57 +50,62 @@ echo "exec_cuda_tests exit: ${PIPESTATUS[0]}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat > "$work/mid.textproto" <<EOF
-name: "gpu-gpt-mid"
-description: "GPT 12 x 768, seq 1024, GPT-2 vocabulary, one GPU"
+scenario() {  # NAME LAYERS HIDDEN HEADS SEQ MICRO
+  cat > "$work/$1.textproto" <<EOF
+name: "gpu-gpt-$1"
+description: "GPT $2 x $3, seq $5, GPT-2 vocabulary, one GPU"
 cluster { gpu: "$gpu" num_gpus: 1 gpus_per_node: 1 fabric: NONBLOCKING }
-model { layers: 12 hidden: 768 heads: 12 seq_len: 1024 vocab: 50257 }
-training { global_batch: 8 micro_batch: 4 optimizer: ADAM steps: 10 }
+model { layers: $2 hidden: $3 heads: $4 seq_len: $5 vocab: 50257 }
+training { global_batch: 8 micro_batch: $6 optimizer: ADAM steps: 10 }
 layout { tp: 1 pp: 1 dp: 1 }
-run { device: "cuda" lr: 1e-4 }
+run { device: "cuda" lr: 1e-4 clip_norm: 1.0 }
 EOF
-stamp "2. calibrate at the mid GPT's shapes"
-timeout 60 "$ms" calibrate -o "$out/gpu.calib" "$work/mid.textproto" --warmup 2 --iterations 6
-echo "calibrate exit: $?"
-stamp "2. run the mid GPT (trace)"
-timeout 60 "$ms" run "$work/mid.textproto" --steps 10 --trace "$out/mid.trace" --json -q > "$out/mid_run.json"
-echo "run exit: $?"
-
+}
 # GPT-1.3B: the executor keeps fp32 activations and every attention matrix, ~20 GB per sequence of
 # a micro-batch beside 21 GB of weights and Adam state: micro-batch 2 where the GPU has 120 GB or
 # more, else 1 (the same tokens per step).
 micro=2
 [ "${gpu_mem_mib:-0}" -lt 120000 ] && micro=1
+scenario mid 12 768 12 1024 4
+scenario m350 24 1024 16 2048 "$micro"
 sed -e "s/micro_batch: 4/micro_batch: $micro/" -e "s/gpu: \"H100\"/gpu: \"$gpu\"/" \
   "$root/scenarios/gpu-gpt-1.3b-h100.textproto" > "$work/b13.textproto"
-stamp "3. megascale run GPT-1.3B (micro-batch $micro, trace)"
-"$ms" plan "$work/b13.textproto" --json > "$work/b13_plan.json"
-timeout 90 "$ms" run "$work/b13.textproto" --steps 5 --trace "$out/b13.trace" --json -q > "$out/b13_run.json"
-echo "run exit: $?"
-(cd "$work" && tar cf "$out/scenarios.tar" mid.textproto b13.textproto)
-stamp "3. PyTorch GPT-1.3B"
-timeout 150 $py "$root/bench/pytorch_gpt.py" --plan "$work/b13_plan.json" --steps 5 --warmup 2 \
-  --modes eager,compile | sed 's/^{/{"model": "b13", /' >> "$out/torch.jsonl"
-echo "pytorch exit: ${PIPESTATUS[0]}"
-stamp "4. PyTorch mid GPT (eager)"
-"$ms" plan "$work/mid.textproto" --json > "$work/mid_plan.json"
-timeout 60 $py "$root/bench/pytorch_gpt.py" --plan "$work/mid_plan.json" --steps 5 --warmup 2 \
-  --modes eager | sed 's/^{/{"model": "mid", /' >> "$out/torch.jsonl"
-echo "pytorch exit: ${PIPESTATUS[0]}"
+(cd "$work" && tar cf "$out/scenarios.tar" mid.textproto m350.textproto b13.textproto)
+
+stamp "2. calibrate at the mid GPT's shapes, then at the mid GPT's and GPT-1.3B's"
+timeout 60 "$ms" calibrate -o "$out/gpu.calib" "$work/mid.textproto" --warmup 2 --iterations 6
+echo "calibrate exit: $?"
+timeout 90 "$ms" calibrate -q -o "$out/gpu2.calib" "$work/mid.textproto" "$work/b13.textproto" --warmup 2 --iterations 4
+echo "calibrate exit: $?"
+
+for m in mid m350 b13; do
+  stamp "3. megascale run $m (trace)"
+  timeout 90 "$ms" run "$work/$m.textproto" --steps 6 --trace "$out/$m.trace" --json -q > "$work/run.json"
+  echo "run exit: $?"
+  $py -c 'import json, sys; j = json.load(open(sys.argv[1])); j["model"] = sys.argv[2]; print(json.dumps(j))' \
+    "$work/run.json" "$m" >> "$out/runs.jsonl"
+done
+
+if [ "${TORCH:-1}" != 0 ]; then
+  for m in b13 mid; do
+    stamp "4. PyTorch $m"
+    "$ms" plan "$work/$m.textproto" --json > "$work/${m}_plan.json"
+    timeout 150 $py "$root/bench/pytorch_gpt.py" --plan "$work/${m}_plan.json" --steps 5 --warmup 2 \
+      --modes eager,compile | sed "s/^{/{\"model\": \"$m\", /" >> "$out/torch.jsonl"
+    echo "pytorch exit: ${PIPESTATUS[0]}"
+  done
+fi
 
 stamp "summary ($gpu_name)"
 $py - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-def load(name):
-    try:
-        return json.load(open(os.path.join(out, name)))
-    except Exception as e:
-        return {"error": str(e)}
-for name in ("mid_run.json", "b13_run.json"):
-    j = load(name)
-    print(f"{name:14} step {j.get('step_time_s')} s  MFU {j.get('mfu')}  losses {j.get('losses', [])[:2]}..{j.get('losses', [])[-1:]}"
-          if "error" not in j else f"{name:14} {j['error']}")
+try:
+    for line in open(os.path.join(out, "runs.jsonl")):
+        j = json.loads(line)
+        print(f"megascale {j['model']:4} step {j['step_time_s']:.4f} s  MFU {j['mfu']:.3f}  losses {j['losses'][:1]}..{j['losses'][-1:]}")
+except Exception as e:
+    print("runs:", e)
 try:
     for line in open(os.path.join(out, "torch.jsonl")):
         j = json.loads(line)

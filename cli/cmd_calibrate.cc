@@ -79,15 +79,15 @@ DeviceCalibration BaseFrom(const exec::DeviceRates& r, const std::string& device
   d.set_network_step_latency_s(0);
   d.set_overlap_slowdown(0);
   d.set_sms(0);
-  d.set_kernel_overhead_s(0);
+  d.set_kernel_overhead_s(r.call_overhead_s);
   d.set_data_loading_s(0);
   return d;
 }
 
 void PrintFit(const exec::DeviceRates& r, const CalibrationFit& fit, int ranks) {
-  std::printf("device        %s, %d ranks: GEMM %.3g GFLOP/s (%d^3), copy %.3g GB/s (%.3g MiB), ",
+  std::printf("device        %s, %d ranks: GEMM %.3g GFLOP/s (%d^3), copy %.3g GB/s (%.3g MiB), call %.3g us, ",
               fit.calibration.device().c_str(), ranks, r.gemm_flops_per_s / 1e9, r.gemm_size,
-              r.stream_bytes_per_s / 1e9, r.copy_bytes / 1048576.0);
+              r.stream_bytes_per_s / 1e9, r.copy_bytes / 1048576.0, r.call_overhead_s * 1e6);
   if (r.link_measured) {
     std::printf("link %.3g us + %.3g GB/s per rank\n", r.link_latency_s * 1e6, r.link_bytes_per_s / 1e9);
   } else {

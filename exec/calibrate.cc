@@ -104,6 +104,18 @@ Result<DeviceRates> MeasureDeviceRates(Device* device, Communicator* world) {
     r.copy_bytes = floats * sizeof(float);
     break;
   }
+  {
+    // One call's fixed cost: a one-element kernel and the wait for it (a launch and a synchronize
+    // on a GPU, next to nothing on the CPU). The cost model adds it to every kernel it prices
+    // (kernel_overhead_s), so the per-kind factors scale only the work that grows with the shape.
+    DeviceBuffer a(device, 1), b(device, 1);
+    MS_ASSIGN_OR_RETURN(double s, MedianSeconds(world, 51, [&] {
+                          device->Add(a.data(), b.data(), 1);
+                          device->Synchronize();
+                          return device->status();
+                        }));
+    MS_ASSIGN_OR_RETURN(r.call_overhead_s, WorldMean(world, s));
+  }
   const double device_memory = device->memory_bytes();
   if (device_memory > 0) {
     r.memory_bytes = device_memory;

@@ -31,6 +31,7 @@ struct DeviceRates {
   int gemm_size = 0;              // that n
   double stream_bytes_per_s = 0;  // a device copy from 16 MiB up, until one takes 2 ms; bytes read + written
   size_t copy_bytes = 0;          // that copy's size
+  double call_overhead_s = 0;     // a one-element kernel and the wait for it
   double link_latency_s = 0;      // one small message, half a round trip
   double link_bytes_per_s = 0;    // a 1 MiB message, beyond the latency
   bool link_measured = false;     // false in a world of one rank: the link is the device's copy

@@ -213,7 +213,9 @@ void CudaDevice::LayerNormForward(float* out, float* mean, float* rstd, const fl
 void CudaDevice::LayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
                                    const float* w, const float* mean, const float* rstd, int N, int C) {
   if (!status_.ok()) return;
-  cuda::LaunchLayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, stream_);
+  float* scratch = Scratch(cuda::ColumnSumsScratch(N, C, 2));
+  if (scratch == nullptr) return;
+  cuda::LaunchLayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, scratch, stream_);
   Finish("LayerNormBackward");
 }
 
@@ -229,7 +231,11 @@ void CudaDevice::LinearBackward(float* dinp, float* dw, float* db, const float* 
                                 const float* w, int N, int C, int OC) {
   if (!status_.ok()) return;
   if (!Check(cuda::GemmLinearBackward(blas_, dinp, dw, dout, inp, w, N, C, OC))) return;
-  if (db != nullptr) cuda::LaunchBiasBackward(db, dout, N, OC, stream_);
+  if (db != nullptr) {
+    float* scratch = Scratch(cuda::ColumnSumsScratch(N, OC, 1));
+    if (scratch == nullptr) return;
+    cuda::LaunchBiasBackward(db, dout, N, OC, scratch, stream_);
+  }
   Finish("LinearBackward");
 }
 
@@ -241,7 +247,9 @@ void CudaDevice::BiasForward(float* out, const float* b, int N, int OC) {
 
 void CudaDevice::BiasBackward(float* db, const float* dout, int N, int OC) {
   if (!status_.ok()) return;
-  cuda::LaunchBiasBackward(db, dout, N, OC, stream_);
+  float* scratch = Scratch(cuda::ColumnSumsScratch(N, OC, 1));
+  if (scratch == nullptr) return;
+  cuda::LaunchBiasBackward(db, dout, N, OC, scratch, stream_);
   Finish("BiasBackward");
 }
 

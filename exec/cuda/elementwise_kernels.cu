@@ -1,8 +1,9 @@
-// Elementwise and per-column kernels. Reductions over rows (embedding and bias gradients) give each
-// column to one thread that adds the rows in row order, as the CPU reference does: no atomics, so
-// the results are deterministic and equal the reference up to FMA contraction.
+// Elementwise and per-column kernels. The embedding gradients give each column to one thread that
+// adds the rows in row order, as the CPU reference does; the bias gradient is a chunked column sum
+// (column_sums.cuh). No atomics: the results are deterministic.
 #include <cmath>
 
+#include "exec/cuda/column_sums.cuh"
 #include "exec/cuda/kernels.h"
 
 namespace megascale {
@@ -59,13 +60,12 @@ __global__ void BiasForwardKernel(float* out, const float* b, int OC, size_t n) 
   MS_GRID_STRIDE(i, n) out[i] += b[i % OC];
 }
 
-__global__ void BiasBackwardKernel(float* db, const float* dout, int N, int OC) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= OC) return;
-  float acc = 0.0f;
-  for (int n = 0; n < N; ++n) acc += dout[static_cast<size_t>(n) * OC + j];
-  db[j] += acc;
-}
+// Row n's term of the bias gradient's column c.
+struct BiasTerms {
+  const float* dout;
+  int OC;
+  __device__ void operator()(int n, int c, float* acc) const { acc[0] += dout[static_cast<size_t>(n) * OC + c]; }
+};
 
 // GPT-2's tanh GeLU, the constants of exec/gelu.cc.
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
@@ -125,6 +125,8 @@ __global__ void SquaredSumKernel(const float* x, size_t n, double* partials) {
 
 }  // namespace
 
+size_t ColumnSumsScratch(int N, int C, int K) { return static_cast<size_t>(K) * ColumnChunks(N) * C; }
+
 int SquaredSumBlocks(size_t n) { return Blocks(n) < kSquaredSumMaxBlocks ? Blocks(n) : kSquaredSumMaxBlocks; }
 
 void LaunchSquaredSum(const float* x, size_t n, double* partials, cudaStream_t stream) {
@@ -161,8 +163,8 @@ void LaunchBiasForward(float* out, const float* b, int N, int OC, cudaStream_t s
   BiasForwardKernel<<<Blocks(n), kThreads, 0, stream>>>(out, b, OC, n);
 }
 
-void LaunchBiasBackward(float* db, const float* dout, int N, int OC, cudaStream_t stream) {
-  BiasBackwardKernel<<<Blocks(OC), kThreads, 0, stream>>>(db, dout, N, OC);
+void LaunchBiasBackward(float* db, const float* dout, int N, int OC, float* scratch, cudaStream_t stream) {
+  LaunchColumnSums<1>(db, nullptr, scratch, N, OC, BiasTerms{dout, OC}, stream);
 }
 
 void LaunchGeluForward(float* out, const float* inp, int n, cudaStream_t stream) {

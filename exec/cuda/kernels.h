@@ -26,7 +26,10 @@ void LaunchEmbeddingForward(float* out, const int32_t* tokens, const float* wte,
 void LaunchEmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
                              int C, int vocab_begin, int vocab_rows, cudaStream_t stream);
 void LaunchBiasForward(float* out, const float* b, int N, int OC, cudaStream_t stream);
-void LaunchBiasBackward(float* db, const float* dout, int N, int OC, cudaStream_t stream);
+// The scratch floats of a column sum over N rows of C columns with K outputs (column_sums.cuh).
+size_t ColumnSumsScratch(int N, int C, int K);
+// scratch: ColumnSumsScratch(N, OC, 1) floats, overwritten.
+void LaunchBiasBackward(float* db, const float* dout, int N, int OC, float* scratch, cudaStream_t stream);
 void LaunchGeluForward(float* out, const float* inp, int n, cudaStream_t stream);
 void LaunchGeluBackward(float* dinp, const float* inp, const float* dout, int n, cudaStream_t stream);
 void LaunchResidualForward(float* out, const float* a, const float* b, int n, cudaStream_t stream);
@@ -42,8 +45,9 @@ void LaunchAdamW(float* p, const float* g, float* m, float* v, size_t n, const A
 // LayerNorm (layernorm_kernels.cu).
 void LaunchLayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                             const float* b, int N, int C, cudaStream_t stream);
+// scratch: ColumnSumsScratch(N, C, 2) floats, overwritten.
 void LaunchLayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                             const float* w, const float* mean, const float* rstd, int N, int C,
+                             const float* w, const float* mean, const float* rstd, int N, int C, float* scratch,
                              cudaStream_t stream);
 
 // Attention (attention_kernels.cu): cuBLAS GEMMs on `blas` (whose stream is `stream`) around two

@@ -1,5 +1,6 @@
-// LayerNorm: one warp per row for the row statistics and dinp (rows are independent), one thread per
-// channel for dw and db, which add the rows in row order like the reference (no atomics).
+// LayerNorm: one warp per row for the row statistics and dinp (rows are independent); dw and db are
+// column sums over the rows (column_sums.cuh: chunked, deterministic, no atomics).
+#include "exec/cuda/column_sums.cuh"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/reduce.cuh"
 
@@ -51,17 +52,17 @@ __global__ void LayerNormBackwardInputKernel(float* dinp, const float* dout, con
   }
 }
 
-__global__ void LayerNormBackwardParamsKernel(float* dw, float* db, const float* dout, const float* inp,
-                                              const float* mean, const float* rstd, int N, int C) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= C) return;
-  for (int n = 0; n < N; ++n) {
-    const size_t k = static_cast<size_t>(n) * C + i;
-    const float xhat = (inp[k] - mean[n]) * rstd[n];
-    db[i] += dout[k];
-    dw[i] += xhat * dout[k];
+// Row n's terms of channel c: dw += xhat * dout, db += dout.
+struct LayerNormParamTerms {
+  const float *dout, *inp, *mean, *rstd;
+  int C;
+  __device__ void operator()(int n, int c, float* acc) const {
+    const size_t k = static_cast<size_t>(n) * C + c;
+    const float d = dout[k];
+    acc[0] += (inp[k] - mean[n]) * rstd[n] * d;
+    acc[1] += d;
   }
-}
+};
 
 int RowBlocks(int N) { return (N + kRowsPerBlock - 1) / kRowsPerBlock; }
 
@@ -73,13 +74,11 @@ void LaunchLayerNormForward(float* out, float* mean, float* rstd, const float* i
 }
 
 void LaunchLayerNormBackward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                             const float* w, const float* mean, const float* rstd, int N, int C,
+                             const float* w, const float* mean, const float* rstd, int N, int C, float* scratch,
                              cudaStream_t stream) {
   LayerNormBackwardInputKernel<<<RowBlocks(N), kRowsPerBlock * kWarp, 0, stream>>>(dinp, dout, inp, w, mean,
                                                                                      rstd, N, C);
-  constexpr int kThreads = 256;
-  LayerNormBackwardParamsKernel<<<(C + kThreads - 1) / kThreads, kThreads, 0, stream>>>(dw, db, dout, inp, mean,
-                                                                                         rstd, N, C);
+  LaunchColumnSums<2>(dw, db, scratch, N, C, LayerNormParamTerms{dout, inp, mean, rstd, C}, stream);
 }
 
 }  // namespace cuda

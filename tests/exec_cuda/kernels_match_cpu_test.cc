@@ -19,6 +19,8 @@ using testing::RandomIds;
 
 class CudaKernels : public testing::CudaTest {
  protected:
+  void CheckLayerNorm(int N, int C);
+  void CheckBias(int N, int OC);
   void CheckLinear(bool with_bias);
   void CheckAttention(const AttentionShape& s);
 };
@@ -74,8 +76,7 @@ TEST_F(CudaKernels, Embedding) { CheckEmbedding(gpu_, 0, 11, true); }
 
 TEST_F(CudaKernels, EmbeddingVocabularyShard) { CheckEmbedding(gpu_, 4, 5, false); }
 
-TEST_F(CudaKernels, LayerNorm) {
-  const int N = 13, C = 72;
+void CudaKernels::CheckLayerNorm(int N, int C) {
   std::vector<float> inp = Random(N * C, 9, -2.0f, 3.0f);  // a mean far from 0
   const std::vector<float> w = Random(C, 10), b = Random(C, 11), dout = Random(N * C, 12);
   std::vector<float> out(N * C), mean(N), rstd(N), dinp = Random(N * C, 13), dw = Random(C, 14), db = Random(C, 15);
@@ -94,6 +95,11 @@ TEST_F(CudaKernels, LayerNorm) {
   ExpectClose(Get(g_dw), dw, kFp32Tol, "dw");
   ExpectClose(Get(g_db), db, kFp32Tol, "db");
 }
+
+TEST_F(CudaKernels, LayerNorm) { CheckLayerNorm(13, 72); }
+// Rows over several chunks of the column sums (column_sums.cuh), the last one short, and columns
+// over several tiles of 32, the last one partial.
+TEST_F(CudaKernels, LayerNormManyRows) { CheckLayerNorm(1000, 200); }
 
 void CudaKernels::CheckLinear(bool with_bias) {
   const int N = 24, C = 40, OC = 56;
@@ -118,8 +124,7 @@ void CudaKernels::CheckLinear(bool with_bias) {
 TEST_F(CudaKernels, LinearWithBias) { CheckLinear(true); }
 TEST_F(CudaKernels, LinearWithoutBias) { CheckLinear(false); }
 
-TEST_F(CudaKernels, Bias) {
-  const int N = 9, OC = 300;
+void CudaKernels::CheckBias(int N, int OC) {
   std::vector<float> out = Random(N * OC, 23), db = Random(OC, 24);
   const std::vector<float> b = Random(OC, 25), dout = Random(N * OC, 26);
   DeviceBuffer g_out = Put(out), g_db = Put(db), g_b = Put(b), g_dout = Put(dout);
@@ -130,6 +135,9 @@ TEST_F(CudaKernels, Bias) {
   gpu_->BiasBackward(g_db.data(), g_dout.data(), N, OC);
   ExpectClose(Get(g_db), db, kFp32Tol, "db");
 }
+
+TEST_F(CudaKernels, Bias) { CheckBias(9, 300); }
+TEST_F(CudaKernels, BiasManyRows) { CheckBias(700, 45); }
 
 TEST_F(CudaKernels, GeluAndResidual) {
   const int n = 1000;

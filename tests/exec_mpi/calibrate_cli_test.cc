@@ -57,6 +57,32 @@ TEST(Calibrate, WritesAFileThatPlanAndSimulateUseForACpuScenario) {
   std::remove(cpu.c_str());
 }
 
+// One rank without a launcher (one GPU, or a laptop's CPU): there is no link to time, and a
+// one-rank plan sends nothing, so the file says so (latency 0, the device's copy as the link)
+// instead of refusing; the call's fixed cost is measured as kernel_overhead_s.
+TEST(Calibrate, OneRankWithoutALauncherWritesAFileWithNoLinkTimed) {
+  std::string scenario = Slurp(kTiny);
+  for (const char* axis : {"tp: 2", "pp: 2", "dp: 2"}) {
+    scenario.replace(scenario.find(axis), 5, std::string(axis, 4) + "1");
+  }
+  scenario.replace(scenario.find("num_gpus: 8"), 11, "num_gpus: 1");
+  scenario.replace(scenario.find("gpus_per_node: 8"), 16, "gpus_per_node: 1");
+  const std::string one = WriteTemp("calibrate_cli_one.textproto", scenario);
+  const std::string out = ::testing::TempDir() + "/calibrate_cli_one.calib";
+  CliResult r = RunCli("calibrate -q --iterations 3 --warmup 1 -o " + out + " " + one);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("no link"), std::string::npos) << r.out;
+  const std::string text = Slurp(out);
+  EXPECT_NE(text.find("link_latency_us: 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("kernel_overhead_s: "), std::string::npos) << text;
+  EXPECT_NE(text.find("kind: \"ATTENTION\""), std::string::npos) << text;
+  CliResult sim = RunCli("simulate -q --json " + one + " --calibration " + out);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_GT(nlohmann::json::parse(sim.out).at("iteration_time_s").get<double>(), 0.0);
+  std::remove(out.c_str());
+  std::remove(one.c_str());
+}
+
 TEST(Calibrate, AScenarioOfAnotherRankCountIsRefusedOnEveryRank) {
   const std::string out = ::testing::TempDir() + "/calibrate_cli_wrong.calib";
   CliResult r = Mpirun(4, "calibrate -q -o " + out + " " + kTiny);
