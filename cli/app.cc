@@ -191,7 +191,10 @@ int Main(int argc, char** argv) {
       ->required();
   cal_cmd->add_option("-o,--out", cal.out, "Write the calibration here (default calibration.textproto)");
   cal_cmd->add_option("--iterations", cal.iterations, "Timed iterations per scenario (default 20)");
-  cal_cmd->add_option("--warmup", cal.warmup, "Untimed iterations first (default 3)");
+  cal_cmd->add_option("--warmup", cal.warmup, "Untimed iterations first; with --trace, the steps left out (default 3)");
+  cal_cmd->add_option("--trace", cal.traces,
+                      "Refit from this run's trace instead of running (megascale run --trace; one per scenario, in order)");
+  cal_cmd->add_option("--base", cal.base, "With --trace: the calibration file whose measured rates to keep");
   cal_cmd->add_flag("-q,--quiet", cal.quiet, "No progress lines on stderr");
 
   try {

@@ -20,6 +20,7 @@
 #include "planner/plan_builder.h"
 #include "planner/scenario_io.h"
 #include "planner/validate.h"
+#include "traces/trace_io.h"
 
 namespace megascale::cli {
 namespace {
@@ -84,7 +85,7 @@ DeviceCalibration BaseFrom(const exec::DeviceRates& r, const std::string& device
   return d;
 }
 
-void PrintFit(const exec::DeviceRates& r, const CalibrationFit& fit, int ranks) {
+void PrintRates(const exec::DeviceRates& r, const CalibrationFit& fit, int ranks) {
   std::printf("device        %s, %d ranks: GEMM %.3g GFLOP/s (%d^3), copy %.3g GB/s (%.3g MiB), call %.3g us, ",
               fit.calibration.device().c_str(), ranks, r.gemm_flops_per_s / 1e9, r.gemm_size,
               r.stream_bytes_per_s / 1e9, r.copy_bytes / 1048576.0, r.call_overhead_s * 1e6);
@@ -93,6 +94,9 @@ void PrintFit(const exec::DeviceRates& r, const CalibrationFit& fit, int ranks) 
   } else {
     std::printf("no link (one rank: the entry's link is the device's copy)\n");
   }
+}
+
+void PrintFit(const CalibrationFit& fit) {
   std::printf("%-20s %5s %7s %14s %14s %10s\n", "kind", "group", "ops", "measured (s)", "formula (s)",
               "op_scale");
   for (const KindFit& k : fit.kinds) {
@@ -102,6 +106,69 @@ void PrintFit(const exec::DeviceRates& r, const CalibrationFit& fit, int ranks) 
   }
   std::printf("step end      measured %.4g s, priced by the plan %.4g s -> step_overhead_s %.4g\n",
               fit.step_end_measured_s, fit.step_end_priced_s, fit.calibration.step_overhead_s());
+}
+
+// Fits the samples' op times on `base` and writes the file (rank 0's part of calibrate).
+Status WriteFit(const CalibrateArgs& args, const DeviceCalibration& base, const std::vector<PlanSample>& samples,
+                const exec::DeviceRates* rates, int ranks) {
+  MS_ASSIGN_OR_RETURN(CalibrationFit fit, FitCalibration(base, samples));
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(fit.calibration, &text);
+  MS_RETURN_IF_ERROR(WriteFileAtomically(
+      args.out, "# A measured device for the planner and the simulator, written by `megascale calibrate`\n"
+                "# (docs/calibrate.md). Use it: megascale simulate SCENARIO --calibration " +
+                    args.out + "\n" + text));
+  if (rates != nullptr) {
+    PrintRates(*rates, fit, ranks);
+  } else {
+    std::printf("device        %s: the rates of %s, op scales refit from %zu trace(s)\n",
+                fit.calibration.device().c_str(), args.base.c_str(), args.traces.size());
+  }
+  PrintFit(fit);
+  std::printf("wrote         %s\n", args.out.c_str());
+  return Status::Ok();
+}
+
+// --trace: the op scales and the step's overhead fitted again from runs that were traced
+// (`megascale run --trace`, on the device itself, perhaps long ago or elsewhere), keeping the
+// measured rates of --base: a fit can be redone, and checked, without the device.
+Status RefitFromTraces(const CalibrateArgs& args, const std::vector<Scenario>& raws) {
+  if (args.base.empty()) {
+    return Status::BadField("--base", "\"\"", "must name the calibration file whose measured rates --trace keeps");
+  }
+  if (args.traces.size() != args.scenarios.size()) {
+    return Status::BadField("--trace", std::to_string(args.traces.size()) + " file(s)",
+                            "must give one trace per scenario, in the scenarios' order (" +
+                                std::to_string(args.scenarios.size()) + ")");
+  }
+  MS_RETURN_IF_ERROR(CheckOutputFile("--out", args.out));
+  MS_ASSIGN_OR_RETURN(DeviceCalibration base, LoadCalibration(args.base, "--base"));
+  base.clear_op_scale();
+  base.set_step_overhead_s(0);
+  std::vector<PlanSample> samples;
+  for (size_t i = 0; i < raws.size(); ++i) {
+    MS_ASSIGN_OR_RETURN(Plan plan, PlanWith(raws[i], base));
+    auto trace = ReadTrace(args.traces[i]);
+    if (!trace.ok()) {
+      return Status::BadField("--trace", "'" + args.traces[i] + "'", "must be a trace file: " + trace.status().message());
+    }
+    if (trace->header.world_size() != plan.world_size()) {
+      return Status::BadField("--trace", "'" + args.traces[i] + "'",
+                              "must be a run of scenario '" + args.scenarios[i] + "' (" +
+                                  std::to_string(plan.world_size()) + " ranks); it has " +
+                                  std::to_string(trace->header.world_size()));
+    }
+    PlanSample sample{std::move(plan), {}};
+    for (TraceEvent& e : trace->events) {
+      if (e.step() >= args.warmup) sample.events.push_back(std::move(e));
+    }
+    if (sample.events.empty()) {
+      return Status::BadField("--warmup", std::to_string(args.warmup),
+                              "must leave some steps of '" + args.traces[i] + "' to fit (it has fewer)");
+    }
+    samples.push_back(std::move(sample));
+  }
+  return WriteFit(args, base, samples, nullptr, 0);
 }
 
 }  // namespace
@@ -125,6 +192,7 @@ Status RunCalibrate(const CalibrateArgs& args) {
     raws.push_back(raw);
     shapes.push_back(std::move(plan));
   }
+  if (!args.traces.empty() || !args.base.empty()) return RefitFromTraces(args, raws);
   const std::string device_kind = raws.front().run().device().empty() ? "cpu" : raws.front().run().device();
   MS_ASSIGN_OR_RETURN(exec::Device * device, exec::OpenDevice(device_kind, exec::LocalRank()));
   MS_ASSIGN_OR_RETURN(std::unique_ptr<exec::Communicator> world, exec::OpenWorldFor(device_kind));
@@ -156,16 +224,7 @@ Status RunCalibrate(const CalibrateArgs& args) {
     samples.push_back({std::move(plan), std::move(times.events)});
   }
   if (!root) return Status::Ok();
-  MS_ASSIGN_OR_RETURN(CalibrationFit fit, FitCalibration(base, samples));
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(fit.calibration, &text);
-  MS_RETURN_IF_ERROR(WriteFileAtomically(
-      args.out, "# A measured device for the planner and the simulator, written by `megascale calibrate`\n"
-                "# (docs/calibrate.md). Use it: megascale simulate SCENARIO --calibration " +
-                    args.out + "\n" + text));
-  PrintFit(rates, fit, world->size());
-  std::printf("wrote         %s\n", args.out.c_str());
-  return Status::Ok();
+  return WriteFit(args, base, samples, &rates, world->size());
 }
 
 }  // namespace megascale::cli

@@ -81,8 +81,12 @@ struct CalibrateArgs {
   int iterations = 20;
   int warmup = 3;
   bool quiet = false;
+  // Refit without the device: one run trace per scenario, and the calibration whose rates to keep.
+  std::vector<std::string> traces;
+  std::string base;
 };
-// Collective over the ranks mpirun started; rank 0 writes the file and prints the fit.
+// Collective over the ranks mpirun started; rank 0 writes the file and prints the fit. With
+// traces: one process, no device; the fit of those runs on base's rates.
 Status RunCalibrate(const CalibrateArgs& args);
 
 struct ValidateArgs {
