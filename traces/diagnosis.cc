@@ -56,6 +56,8 @@ struct DiagnosisEngine::State {
   }
 };
 
+const char* BubbleName(const DiagnosisReport& r) { return r.pp == 1 ? "idle (no op running)" : "pipeline bubble"; }
+
 DiagnosisEngine::DiagnosisEngine(DiagnosisOptions options)
     : state_(std::make_unique<State>()), options_(options) {}
 DiagnosisEngine::~DiagnosisEngine() = default;
@@ -196,6 +198,7 @@ DiagnosisReport DiagnosisEngine::Finish() {
   const TraceHeader& h = s.header;
   report.source = h.source();
   report.scenario_name = h.scenario_name();
+  report.pp = h.pp();
   report.gpu = h.gpu();
   const int ranks = static_cast<int>(s.last_end_ns.size());
   report.world_size = h.world_size() > 0 ? h.world_size() : ranks;

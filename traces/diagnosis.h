@@ -94,6 +94,7 @@ struct DiagnosisReport {
   std::string scenario_name;
   std::string gpu;                    // "" when the trace does not say (printed "n/a", JSON null)
   int world_size = 0;
+  int pp = 0;                         // pipeline stages; 0 when the trace does not say
   int steps_completed = 0;
   bool run_failed = false;
   std::vector<double> step_times_s;   // completed steps only
@@ -131,6 +132,11 @@ struct DiagnosisReport {
   std::optional<RankView> rank_view;         // rank_view.h; filled by DiagnoseInput
   std::vector<std::string> notes;            // what was not analysed, and why
 };
+
+// What the breakdown's third part is called: a gap with no op ending in it is the pipeline's
+// bubble when there is a pipeline, and idle time (the host between calls, launch delays, data
+// loading) on a single stage, where no stage can be waited for.
+const char* BubbleName(const DiagnosisReport& r);
 
 class DiagnosisEngine : public TraceSink {
  public:

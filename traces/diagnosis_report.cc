@@ -167,9 +167,9 @@ std::string ReportToText(const DiagnosisReport& r) {
     const Breakdown& b = r.breakdown;
     const double total = b.compute_s + b.exposed_comm_s + b.bubble_s;
     if (total > 0) {
-      out += Fmt("breakdown: compute %.1f%%, exposed communication %.1f%%, pipeline bubble %.1f%%\n",
-                    100 * b.compute_s / total, 100 * b.exposed_comm_s / total,
-                    100 * b.bubble_s / total);
+      out += Fmt("breakdown: compute %.1f%%, exposed communication %.1f%%, ", 100 * b.compute_s / total,
+                 100 * b.exposed_comm_s / total) +
+             BubbleName(r) + Fmt(" %.1f%%\n", 100 * b.bubble_s / total);
     }
   }
   if (r.stragglers.empty()) {

@@ -41,14 +41,14 @@ std::string DeviationColor(double dev, double span) {
   return buf;
 }
 
-std::string BreakdownSvg(const Breakdown& b) {
+std::string BreakdownSvg(const Breakdown& b, const char* bubble_name) {
   const double total = b.compute_s + b.exposed_comm_s + b.bubble_s;
   if (total <= 0) return "<p>No completed step.</p>";
   const double width = 900;
   std::string svg = "<svg width=\"960\" height=\"70\" xmlns=\"http://www.w3.org/2000/svg\">";
   double x = 10;
   const std::pair<const char*, double> parts[] = {
-      {"compute", b.compute_s}, {"exposed communication", b.exposed_comm_s}, {"bubble", b.bubble_s}};
+      {"compute", b.compute_s}, {"exposed communication", b.exposed_comm_s}, {bubble_name, b.bubble_s}};
   const char* colors[] = {"#4e79a7", "#e15759", "#bab0ac"};
   for (int i = 0; i < 3; ++i) {
     const double w = width * parts[i].second / total;
@@ -235,7 +235,7 @@ std::string ReportToHtml(const DiagnosisReport& r, const std::string& extra_sect
     h += "</table>\n";
   }
   h += StragglerHtml(r.straggler_analysis, r.heatmap.dp, r.heatmap.pp);
-  h += "<h2>Step breakdown (mean over recorded ranks)</h2>\n" + BreakdownSvg(r.breakdown) + "\n";
+  h += "<h2>Step breakdown (mean over recorded ranks)</h2>\n" + BreakdownSvg(r.breakdown, BubbleName(r)) + "\n";
   h += "<h2>Compute per rank (mean over completed steps)</h2>\n" + HeatMapSvg(r.heatmap) + "\n";
   if (r.rank_view) {
     h += "<h2>3D view of rank " + std::to_string(r.rank_view->rank) + " (" + HtmlEscape(r.rank_view->why) +

@@ -313,5 +313,21 @@ TEST(Diagnosis, JsonHasTheStableFieldNamesAndTextSummarizes) {
       << text;
 }
 
+// On one stage a gap with no op ending in it waits for no stage: it is idle time (the host between
+// calls, launch delays), not a pipeline bubble. A real run on one H200 (bench/data/h200-2026-11-26):
+// one stage, a third of its first-step-inclusive mean is such gaps.
+TEST(Diagnosis, OneStagesGapsAreIdleNotABubble) {
+  Result<DiagnosisReport> r = DiagnoseTraceFile(std::string(MEGASCALE_SOURCE_DIR) +
+                                                "/bench/data/h200-2026-11-26/b13.trace");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->pp, 1);
+  EXPECT_GT(r->breakdown.bubble_s, 0.0);
+  const std::string text = ReportToText(*r);
+  EXPECT_NE(text.find("idle (no op running)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pipeline bubble"), std::string::npos) << text;
+  DiagnosisReport two = DiagnoseFile(TwoStageTrace(), TwoStageHeader());
+  EXPECT_NE(ReportToText(two).find("pipeline bubble"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace megascale
