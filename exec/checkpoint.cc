@@ -24,6 +24,12 @@ const char* const kManifest = "MANIFEST";
 
 double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
+// The steady clock in ns (the CPU device's NowNs; the CUDA device's after a synchronize).
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // Creates the folder if missing; "" when it is there and writable, else why not.
 std::string MakeFolder(const std::string& path) {
   if (::mkdir(path.c_str(), 0777) == 0 || errno == EEXIST) {
@@ -113,6 +119,8 @@ struct Checkpointer::Pending {
   std::atomic<bool> done{false};
   Status result;
   CheckpointShardEntry entry;
+  int64_t write_start_ns = 0, write_end_ns = 0;  // set by the writer before `done`
+  bool write_told = false;                        // host_work heard of the write
   ~Pending() {
     if (writer.joinable()) writer.join();
   }
@@ -305,6 +313,7 @@ Status Checkpointer::Finish() { return pending_ != nullptr ? Complete(/*wait=*/t
 
 Status Checkpointer::Capture(int step) {
   const double t0 = Now();
+  const int64_t t0_ns = NowNs();
   auto p = std::make_unique<Pending>();
   p->step = step;
   p->writes = optimizer_->OwnsDistinctState();
@@ -344,6 +353,7 @@ Status Checkpointer::Capture(int step) {
   // No collective here: stage 1 is this rank's copy alone. Each writer makes the folder (one of
   // them creates it); a failure surfaces when the ranks agree on the checkpoint.
   auto write = [raw, shard, path, folder, fail, tear] {
+    raw->write_start_ns = NowNs();
     if (const std::string why = MakeFolder(folder); !why.empty()) {
       raw->result = Status::IoError("cannot create checkpoint folder '" + folder + "': " + why);
       raw->done = true;
@@ -351,6 +361,7 @@ Status Checkpointer::Capture(int step) {
     }
     if (fail) {
       raw->result = Status::IoError("cannot write '" + path + "': injected fault (run.faults CHECKPOINT_WRITE_FAILS)");
+      raw->write_end_ns = NowNs();
       raw->done = true;
       return;
     }
@@ -361,8 +372,10 @@ Status Checkpointer::Capture(int step) {
     } else {
       raw->result = e.status();
     }
+    raw->write_end_ns = NowNs();
     raw->done = true;
   };
+  if (options_.host_work) options_.host_work("checkpoint copy", step - 1, COMPUTE, t0_ns, NowNs());
   if (options_.two_stage) {
     p->writer = std::thread(write);  // stage 2 beside training
   } else {
@@ -381,6 +394,11 @@ Status Checkpointer::Complete(bool wait) {
       if (options_.progress != nullptr) options_.progress->Tick();
     }
     if (p.writer.joinable()) p.writer.join();
+  }
+  if (p.done.load() && p.writes && !p.write_told && options_.host_work) {
+    p.write_told = true;
+    options_.host_work("checkpoint write", p.step - 1, options_.two_stage ? HOST_LANE : COMPUTE, p.write_start_ns,
+                       p.write_end_ns);
   }
   MS_ASSIGN_OR_RETURN(int unfinished, CountFailed(world_, !p.done.load()));
   if (unfinished > 0) return Status::Ok();  // not yet everywhere: asked again after the next step

@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include <functional>
+
 #include "exec/checkpoint.pb.h"
 #include "exec/communicator.h"
 #include "exec/distributed_optimizer.h"
@@ -50,6 +52,11 @@ struct CheckpointOptions {
   // Ticked while training waits for this rank's own write (a slow disk is not a hung peer: the
   // watchdog, exec/heartbeat.h, must not fire). May be nullptr.
   RankProgress* progress = nullptr;
+  // Told, on the training thread, of each checkpoint's stage 1 copy ("checkpoint copy", COMPUTE:
+  // training waited) and its write ("checkpoint write": HOST_LANE with two_stage, else COMPUTE),
+  // with the step it saves the end of and steady-clock ns (OpRecorder::HostWork puts them in the
+  // trace). May be empty.
+  std::function<void(const char* name, int step, Lane lane, int64_t start_ns, int64_t end_ns)> host_work;
 };
 
 class Checkpointer {

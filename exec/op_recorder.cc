@@ -114,6 +114,26 @@ void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, doubl
   events_.push_back(std::move(e));
 }
 
+void OpRecorder::HostWork(const std::string& name, int step, Lane lane, int64_t start_ns, int64_t end_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TraceEvent e;
+  e.set_rank(rank_);
+  e.set_step(step);
+  e.set_op_id(kHostWorkIds + host_work_++);
+  e.set_kind(HOST_OP);
+  e.set_lane(lane);
+  e.set_phase(OPTIMIZER);
+  e.set_group(NO_GROUP);
+  e.set_start_ns(start_ns - origin_ns_);
+  e.set_end_ns(end_ns - origin_ns_);
+  e.set_name(name);
+  e.set_microbatch(-1);
+  e.set_chunk(-1);
+  e.set_layer(-1);
+  e.set_stage(stage_);
+  events_.push_back(std::move(e));
+}
+
 std::vector<TraceEvent> OpRecorder::TakeEvents() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<TraceEvent> out;

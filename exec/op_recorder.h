@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -143,6 +144,12 @@ class OpRecorder {
     CheckDevice(compute, compute_id);
     return s;
   }
+  // Work beside the plan's ops (a checkpoint's copy and write): a HOST_OP named `name`, of step
+  // `step`, on `lane` (COMPUTE when it stopped training, HOST_LANE when it ran beside it), from
+  // start_ns to end_ns on the device clock (absolute, as NowNs). Its id is past every op of the
+  // program and of the unplanned ones (kHostWorkIds and up). Any thread.
+  static constexpr uint32_t kHostWorkIds = 0xF0000000u;
+  void HostWork(const std::string& name, int step, Lane lane, int64_t start_ns, int64_t end_ns);
   // The lane an op of this kind runs on when nothing overrides it.
   static Lane LaneOf(OpKind kind);
 
@@ -176,6 +183,7 @@ class OpRecorder {
   int step_ = 0;
   uint32_t next_id_ = 0;  // of ops outside the program, this step
   uint32_t seq_[5] = {0, 0, 0, 0, 0};  // by Group: the ops outside the program
+  uint32_t host_work_ = 0;             // HostWork events so far (their ids)
   std::vector<TraceEvent> events_;
 };
 

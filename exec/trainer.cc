@@ -235,6 +235,9 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
   if (!options.checkpoint.dir.empty()) {
     CheckpointOptions checkpoint = options.checkpoint;
     checkpoint.progress = options.progress;
+    checkpoint.host_work = [&recorder](const char* name, int step, Lane lane, int64_t start_ns, int64_t end_ns) {
+      recorder.HostWork(name, step, lane, start_ns, end_ns);
+    };
     checkpoints = std::make_unique<Checkpointer>(checkpoint, plan, options.param_seed, options.data_seed, world,
                                                  &groups, &optimizer);
     MS_ASSIGN_OR_RETURN(report.start_step, checkpoints->Restore());
@@ -272,7 +275,11 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
       break;
     }
   }
-  if (checkpoints != nullptr) MS_RETURN_IF_ERROR(checkpoints->Finish());
+  if (checkpoints != nullptr) {
+    MS_RETURN_IF_ERROR(checkpoints->Finish());
+    // The last checkpoint's copy and write, told after the last step's events were gathered.
+    MS_RETURN_IF_ERROR(GatherStepEvents(world, recorder.TakeEvents(), sink));
+  }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (report.stopped_by_signal == 0) report.steps_done = steps;
   end_trace(report.steps_done, false);

@@ -84,7 +84,12 @@ void WriteEvent(const TraceEvent& e, ChromeWriter* w) {
   w->Begin();
   std::string& b = w->buf();
   b.append("{\"name\":\"");
-  AppendEventName(e, &b);  // enum names and digits only: nothing to escape
+  if (e.kind() == HOST_OP && !e.name().empty()) {
+    const std::string quoted = nlohmann::json(e.name()).dump();  // a name of its own, escaped, in quotes
+    b.append(quoted, 1, quoted.size() - 2);
+  } else {
+    AppendEventName(e, &b);  // enum names and digits only: nothing to escape
+  }
   b.append("\",\"cat\":\"").append(LaneName(e.lane())).append("\",\"ph\":\"X\",\"ts\":");
   AppendMicros(e.start_ns(), &b);
   b.append(",\"dur\":");

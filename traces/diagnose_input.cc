@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "traces/host_work.h"
 #include "traces/ideal_timeline.h"
 #include "traces/step_graph.h"
 #include "traces/what_if.h"
@@ -22,6 +23,7 @@ class StepCollector : public TraceSink {
   }
   void OnHeader(const TraceHeader& h) override { header = h; }
   void OnEvent(const TraceEvent& e) override {
+    if (IsBesideTraining(e)) return;  // it blocked nothing: no edge of the step graph
     auto it = slot_.find(e.step());
     if (it != slot_.end()) events[it->second].push_back(ToStepEvent(e, types_));
   }

@@ -36,6 +36,7 @@ struct DiagnosisEngine::State {
   int64_t run_start_ns = INT64_MAX;           // earliest start of a step-0 event
   int64_t first_start_ns = INT64_MAX;         // earliest start of any event
   std::optional<RankStatus> heartbeat_lost;   // the earliest last heartbeat among the lost ranks
+  HostWorkTally host_work;
   int op_failures = 0;                        // OP_TIMEOUT and OP_FAILED statuses
   int64_t first_op_failure_ns = INT64_MAX;
   std::optional<RunEnd> end;
@@ -80,6 +81,8 @@ void DiagnosisEngine::OnHeader(const TraceHeader& header) {
 }
 
 void DiagnosisEngine::OnEvent(const TraceEvent& e) {
+  if (IsHostWork(e)) state_->host_work.Add(e);
+  if (IsBesideTraining(e)) return;  // it blocked no lane: no step, breakdown or hang counts it
   State& s = *state_;
   if (e.rank() < 0 || e.rank() >= kMaxRanks || e.step() < 0 || e.step() >= kMaxSteps) return;
   s.Grow(e.rank());
@@ -200,6 +203,7 @@ DiagnosisReport DiagnosisEngine::Finish() {
   report.scenario_name = h.scenario_name();
   report.pp = h.pp();
   report.gpu = h.gpu();
+  report.host_work = s.host_work.Findings();
   const int ranks = static_cast<int>(s.last_end_ns.size());
   report.world_size = h.world_size() > 0 ? h.world_size() : ranks;
   report.run_failed = (s.end && s.end->failed()) || s.heartbeat_lost || s.op_failures > 0;

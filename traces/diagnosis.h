@@ -19,6 +19,7 @@
 
 #include "base/status.h"
 #include "traces/diagnosis_findings.h"
+#include "traces/host_work.h"
 #include "traces/trace_sink.h"
 
 namespace megascale {
@@ -130,6 +131,7 @@ struct DiagnosisReport {
   std::optional<IdealTimeline> ideal_timeline;  // when asked for (ideal_timeline.h)
   std::optional<StepTimeline> timeline;      // a few ranks' ops in the slowest step (HTML)
   std::optional<RankView> rank_view;         // rank_view.h; filled by DiagnoseInput
+  std::vector<HostWorkFinding> host_work;    // host_work.h: checkpoints, GC, ... per name
   std::vector<std::string> notes;            // what was not analysed, and why
 };
 

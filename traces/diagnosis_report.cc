@@ -89,6 +89,11 @@ void AddDeepFindings(const DiagnosisReport& r, nlohmann::json& j) {
                       {"pp_group", members(v.pp_group)}};
   }
   j["straggler_analysis"] = StragglerAnalysisJson(r.straggler_analysis);
+  j["host_work"] = nlohmann::json::array();
+  for (const HostWorkFinding& f : r.host_work) {
+    j["host_work"].push_back({{"name", f.name}, {"beside_training", f.beside}, {"count", f.count},
+                              {"total_s", f.total_s}, {"max_s", f.max_s}});
+  }
   j["notes"] = r.notes;
 }
 
@@ -214,6 +219,11 @@ std::string ReportToText(const DiagnosisReport& r) {
   }
   out += StragglerAnalysisText(r.straggler_analysis);
   if (r.rank_view) out += RankViewToText(*r.rank_view);
+  for (const HostWorkFinding& f : r.host_work) {
+    out += "host work: " + f.name + Fmt(", %.0f x, %.4g s each on average (longest %.4g s), ",
+                                        static_cast<double>(f.count), f.total_s / f.count, f.max_s) +
+           (f.beside ? "beside training (blocked nothing)\n" : "training waited\n");
+  }
   for (const std::string& note : r.notes) out += "note: " + note + "\n";
   if (r.failure) {
     out += "failure: rank " + std::to_string(r.failure->rank) +

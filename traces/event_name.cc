@@ -18,6 +18,11 @@ std::string LaneName(int lane) {
 }
 
 void AppendEventName(const TraceEvent& event, std::string* out) {
+  // Work the plan does not model carries its own name ("checkpoint write", "gc").
+  if (event.kind() == HOST_OP && !event.name().empty()) {
+    out->append(event.name());
+    return;
+  }
   // Enum values from a newer writer have no name here; the number still identifies them.
   if (OpKind_IsValid(event.kind())) {
     out->append(OpKind_Name(event.kind()));

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "traces/host_work.h"
 #include "traces/trace_sink.h"
 
 namespace megascale {
@@ -28,6 +29,12 @@ class OpCollector : public TraceSink {
   void OnHeader(const TraceHeader& h) override { header = h; }
   void OnEvent(const TraceEvent& e) override {
     if (e.step() < 0 || e.rank() < 0) return;
+    // Not the plan's ops: nothing to match. Work that stopped training still spans its step.
+    if (IsHostWork(e)) {
+      ++host_work;
+      if (!IsBesideTraining(e)) Span(e);
+      return;
+    }
     if (static_cast<int64_t>(ops.size()) >= kMaxCompareEvents) {
       ++dropped;
       return;
@@ -43,6 +50,9 @@ class OpCollector : public TraceSink {
     r.kind = e.kind();
     r.phase = e.phase();
     ops.push_back(r);
+    Span(e);
+  }
+  void Span(const TraceEvent& e) {
     if (e.step() >= static_cast<int>(spans.size())) spans.resize(e.step() + 1, {INT64_MAX, INT64_MIN});
     spans[e.step()].first = std::min(spans[e.step()].first, e.start_ns());
     spans[e.step()].second = std::max(spans[e.step()].second, e.end_ns());
@@ -54,6 +64,7 @@ class OpCollector : public TraceSink {
   std::vector<OpRecord> ops;
   std::vector<std::pair<int64_t, int64_t>> spans;  // by step: first start, last end
   int64_t dropped = 0;
+  int64_t host_work = 0;  // HOST_OP events, left out of the matching
 };
 
 Result<ComparedTrace> Collect(const TraceInput& input, OpCollector* sink) {
@@ -121,6 +132,13 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
     return Status::BadField("steps", std::to_string(c.predicted.steps) + " predicted, " +
                                          std::to_string(c.measured.steps) + " measured",
                             "no step to compare after " + std::to_string(c.first_step) + " warm-up step(s) (--warmup)");
+  }
+  for (const auto& [trace, collected] : {std::pair<const ComparedTrace*, const OpCollector*>{&c.predicted, &p},
+                                         {&c.measured, &m}}) {
+    if (collected->host_work > 0) {
+      c.notes.push_back(std::to_string(collected->host_work) + " host-work event(s) of " + trace->path +
+                        " (checkpoints, GC: HOST_OP) are not the plan's ops: left out of the matching");
+    }
   }
   if (c.predicted.scenario_name != c.measured.scenario_name) {
     c.notes.push_back("the traces name different scenarios ('" + c.predicted.scenario_name + "' and '" +

@@ -132,6 +132,35 @@ TEST(Run, CheckpointsAndResumesThroughTheScenario) {
                  {"/proc/no/such", "run.checkpoint.dir"});
 }
 
+// A checkpoint's two stages are in the trace as host work (traces/host_work.h): the copy on the
+// compute lane (training waited), the write on HOST_LANE (beside training), one each per
+// checkpoint, the last one's too; `diagnose` reports them and `compare` leaves them out of the
+// plan's ops.
+TEST(Run, CheckpointsAreHostWorkInTheTrace) {
+  const std::string dir = ::testing::TempDir() + "/run_test_ckpt_trace";
+  const std::string trace = ::testing::TempDir() + "/run_test_ckpt.trace";
+  std::filesystem::remove_all(dir);
+  const std::string text = "reliability { checkpoint { interval_steps: 2 } }\n" +
+                           Replace(kOneRank, "run { lr: 3e-3 }", "run { lr: 3e-3 checkpoint { dir: \"" + dir + "\" } }");
+  auto run = RunCli("run -q --steps 6 --trace " + trace + " " + WriteTemp("run_ckpt_trace.textproto", text));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto diagnosed = RunCli("diagnose --json " + trace);
+  ASSERT_EQ(diagnosed.exit_code, 0) << diagnosed.err;
+  const nlohmann::json work = nlohmann::json::parse(diagnosed.out).at("host_work");
+  ASSERT_EQ(work.size(), 2u) << work.dump();
+  for (const nlohmann::json& w : work) {
+    const bool copy = w.at("name") == "checkpoint copy";
+    EXPECT_TRUE(copy || w.at("name") == "checkpoint write") << w.dump();
+    EXPECT_EQ(w.at("beside_training"), !copy) << w.dump();  // two-stage: only the copy blocks
+    EXPECT_EQ(w.at("count"), 3) << w.dump();                // after steps 2, 4 and 6
+    EXPECT_GT(w.at("total_s").get<double>(), 0.0);
+  }
+  auto text_report = RunCli("diagnose " + trace);
+  EXPECT_NE(text_report.out.find("host work: checkpoint write"), std::string::npos) << text_report.out;
+  std::filesystem::remove_all(dir);
+  std::remove(trace.c_str());
+}
+
 TEST(Run, InjectedFaultsNameTheirField) {
   ExpectOneError(RunCli("validate " + With("faults { kind: KILL rank: 1 step: 0 }", "run_fault_rank.textproto")),
                  {"run.faults[0].rank = 1", "tp x pp x dp"});
