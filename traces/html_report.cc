@@ -236,6 +236,16 @@ std::string ReportToHtml(const DiagnosisReport& r, const std::string& extra_sect
   }
   h += StragglerHtml(r.straggler_analysis, r.heatmap.dp, r.heatmap.pp);
   h += "<h2>Step breakdown (mean over recorded ranks)</h2>\n" + BreakdownSvg(r.breakdown, BubbleName(r)) + "\n";
+  if (!r.host_work.empty()) {
+    h += "<h2>Host work (not the plan's ops)</h2>\n<table><tr><th>what</th><th>events</th><th>mean (s)</th>"
+         "<th>longest (s)</th><th>training</th></tr>\n";
+    for (const HostWorkFinding& f : r.host_work) {
+      h += "<tr><td>" + HtmlEscape(f.name) + Fmt("</td><td>%.0f</td><td>%.4g</td><td>%.4g</td><td>",
+                                                 static_cast<double>(f.count), f.total_s / f.count, f.max_s) +
+           (f.beside ? "went on beside it" : "waited") + "</td></tr>\n";
+    }
+    h += "</table>\n";
+  }
   h += "<h2>Compute per rank (mean over completed steps)</h2>\n" + HeatMapSvg(r.heatmap) + "\n";
   if (r.rank_view) {
     h += "<h2>3D view of rank " + std::to_string(r.rank_view->rank) + " (" + HtmlEscape(r.rank_view->why) +

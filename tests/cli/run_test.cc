@@ -157,6 +157,10 @@ TEST(Run, CheckpointsAreHostWorkInTheTrace) {
   }
   auto text_report = RunCli("diagnose " + trace);
   EXPECT_NE(text_report.out.find("host work: checkpoint write"), std::string::npos) << text_report.out;
+  const std::string html = ::testing::TempDir() + "/run_test_ckpt.html";
+  ASSERT_EQ(RunCli("diagnose " + trace + " --html " + html).exit_code, 0);
+  EXPECT_NE(testing::Slurp(html).find("<td>checkpoint copy</td>"), std::string::npos);
+  std::remove(html.c_str());
   std::filesystem::remove_all(dir);
   std::remove(trace.c_str());
 }
