@@ -25,6 +25,52 @@ std::vector<std::string> TemporaryFilesOf(const std::string& path) {
   return found;
 }
 
+namespace {
+
+// Copies the reader's records up to its first torn one, then `statuses` and a RunEnd saying the
+// run failed, into a whole trace at `to`. A corrupt record (not a cut one) ends the copy too, or,
+// when `strict`, fails it with the reader's error and leaves no file.
+Result<SalvagedTrace> Copy(TraceReader* reader, const std::string& to, const std::vector<RankStatus>& statuses,
+                           int64_t end_ns, bool strict) {
+  MS_ASSIGN_OR_RETURN(std::unique_ptr<TraceFileWriter> writer, TraceFileWriter::Create(to));
+  writer->OnHeader(reader->header());
+  SalvagedTrace out;
+  int64_t last_end = 0;
+  TraceRecord record;
+  for (;;) {
+    Result<bool> got = reader->Next(&record);
+    if (!got.ok()) {
+      if (strict && !reader->torn()) return got.status();  // corrupt, not cut: the writer is dropped unclosed
+      out.torn = true;
+      out.torn_at = reader->offset();
+      break;
+    }
+    if (!*got) break;
+    if (record.has_event()) {
+      out.last_step = std::max(out.last_step, record.event().step());
+      last_end = std::max(last_end, record.event().end_ns());
+      writer->OnEvent(record.event());
+    } else if (record.has_status()) {
+      writer->OnStatus(record.status());
+    } else if (record.has_end()) {
+      out.had_end = true;
+      writer->OnEnd(record.end());
+    }
+  }
+  for (const RankStatus& s : statuses) writer->OnStatus(s);
+  if (!out.had_end) {
+    RunEnd end;
+    end.set_steps_completed(out.last_step + (out.torn ? 0 : 1));  // a torn write may have cut its last step
+    end.set_failed(true);
+    end.set_end_ns(end_ns >= 0 ? end_ns : last_end);
+    writer->OnEnd(end);
+  }
+  MS_RETURN_IF_ERROR(writer->Close());
+  return out;
+}
+
+}  // namespace
+
 Status SalvageTrace(const std::string& path, const std::vector<RankStatus>& statuses, int64_t end_ns) {
   const std::vector<std::string> temporary = TemporaryFilesOf(path);
   if (temporary.empty()) return Status::NotFound("no temporary trace of '" + path + "' was left");
@@ -33,31 +79,14 @@ Status SalvageTrace(const std::string& path, const std::vector<RankStatus>& stat
     for (const std::string& t : temporary) std::remove(t.c_str());
     return reader.status();
   }
-  MS_ASSIGN_OR_RETURN(std::unique_ptr<TraceFileWriter> writer, TraceFileWriter::Create(path));
-  writer->OnHeader((*reader)->header());
-  int last_step = -1;
-  bool torn = false;
-  TraceRecord record;
-  for (;;) {
-    Result<bool> got = (*reader)->Next(&record);
-    torn = !got.ok();
-    if (!got.ok() || !*got) break;  // the end, or the record the kill tore: kept up to it
-    if (record.has_event()) {
-      last_step = std::max(last_step, record.event().step());
-      writer->OnEvent(record.event());
-    } else if (record.has_status()) {
-      writer->OnStatus(record.status());
-    }
-  }
-  for (const RankStatus& s : statuses) writer->OnStatus(s);
-  RunEnd end;
-  end.set_steps_completed(last_step + (torn ? 0 : 1));  // a torn write may have cut its last step
-  end.set_failed(true);
-  end.set_end_ns(end_ns);
-  writer->OnEnd(end);
-  MS_RETURN_IF_ERROR(writer->Close());
+  MS_RETURN_IF_ERROR(Copy(reader->get(), path, statuses, end_ns, /*strict=*/false).status());
   for (const std::string& t : temporary) std::remove(t.c_str());
   return Status::Ok();
+}
+
+Result<SalvagedTrace> WholeTraceOf(const std::string& from, const std::string& to) {
+  MS_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(from));
+  return Copy(reader.get(), to, {}, -1, /*strict=*/true);
 }
 
 }  // namespace megascale::cli

@@ -22,4 +22,15 @@ std::vector<std::string> TemporaryFilesOf(const std::string& path);
 // attempt, on the trace's clock.
 Status SalvageTrace(const std::string& path, const std::vector<RankStatus>& statuses, int64_t end_ns);
 
+struct SalvagedTrace {
+  bool torn = false;      // the file ended inside a record (its writer was killed mid-write)
+  int64_t torn_at = 0;    // that record's byte offset
+  bool had_end = false;   // it has its RunEnd (a whole trace)
+  int last_step = -1;
+};
+// A whole trace at `to` from `from` (a temporary trace a killed `megascale run` left, say): its
+// records up to the first torn one, then, without a RunEnd, one that says the run failed (ending
+// at its last event). `from` is kept. InvalidInput when a record is corrupt rather than cut.
+Result<SalvagedTrace> WholeTraceOf(const std::string& from, const std::string& to);
+
 }  // namespace megascale::cli

@@ -210,6 +210,7 @@ Result<bool> TraceReader::Next(TraceRecord* record, const TraceSink* wanted) {
     }
   }
   if (!complete) {
+    torn_ = eof_ && window < static_cast<size_t>(kMaxVarintBytes);
     return Status::InvalidInput(At(path_, offset_) + ": truncated or corrupt size prefix "
                                 "(the file ends or the varint is malformed)");
   }
@@ -220,6 +221,7 @@ Result<bool> TraceReader::Next(TraceRecord* record, const TraceSink* wanted) {
   }
   MS_RETURN_IF_ERROR(Fill(prefix + size, &available));
   if (!available) {
+    torn_ = true;
     return Status::InvalidInput(At(path_, offset_) + ": truncated: it declares " +
                                 std::to_string(size) + " bytes but the file ends after " +
                                 std::to_string(end_ - pos_ - prefix));

@@ -55,6 +55,9 @@ class TraceReader {
   Result<bool> Next(TraceRecord* record, const TraceSink* wanted = nullptr);
   // Byte offset of the next record in the file.
   int64_t offset() const { return offset_; }
+  // After Next failed: true when the file ended inside that record (a writer killed mid-write),
+  // false when the record is corrupt.
+  bool torn() const { return torn_; }
 
  private:
   // Makes at least `need` bytes available after pos_ unless the file ends first; false then.
@@ -67,6 +70,7 @@ class TraceReader {
   size_t pos_ = 0;
   size_t end_ = 0;
   bool eof_ = false;
+  bool torn_ = false;
 };
 
 // A whole trace in memory, for small traces and tests.

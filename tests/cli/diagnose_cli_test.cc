@@ -229,6 +229,21 @@ TEST(DiagnoseCli, BadInputFilesFailCleanly) {
   EXPECT_FALSE(FileExists(html)) << "no report from a failed diagnosis";
 }
 
+// The temporary trace a killed `megascale run` leaves (or any trace of ours cut mid-record) is
+// diagnosed as a failed run up to the cut, with a note; the file is left as it was.
+TEST(DiagnoseCli, ATraceCutMidRecordIsDiagnosedAsAFailedRun) {
+  const std::string whole = Slurp(StragglerTraces().trace);
+  const std::string cut = WriteTemp("diag_cli_cut.trace", whole.substr(0, whole.size() * 2 / 3));
+  auto r = RunCli("diagnose --json " + cut);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("run_failed"), true);
+  ASSERT_FALSE(j.at("notes").empty());
+  EXPECT_NE(j.at("notes")[0].get<std::string>().find("ends inside a record"), std::string::npos) << j.at("notes");
+  EXPECT_EQ(Slurp(cut).size(), whole.size() * 2 / 3) << "the cut file is left as it was";
+  std::remove(cut.c_str());
+}
+
 // A timer trace as a real job writes it (CSV, YAML metadata in the what-if studies' naming, steps
 // 16, 21, ... each on its own clock, one rank recorded per worker), worker (dp 2, stage 1) 1.8x
 // slower: `diagnose TRACE.csv --meta META.yaml` with nothing converted by hand.
