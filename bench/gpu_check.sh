@@ -100,16 +100,14 @@ stamp "summary ($gpu_name)"
 $py - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-try:
-    for line in open(os.path.join(out, "runs.jsonl")):
-        j = json.loads(line)
-        print(f"megascale {j['model']:4} step {j['step_time_s']:.4f} s  MFU {j['mfu']:.3f}  losses {j['losses'][:1]}..{j['losses'][-1:]}")
-except Exception as e:
-    print("runs:", e)
-try:
-    for line in open(os.path.join(out, "torch.jsonl")):
-        j = json.loads(line)
-        print(f"pytorch {j['model']:4} {j['mode']:7} step {j['step_s']:.4f} s  MFU {j['mfu']:.3f}  peak {j.get('peak_memory_gb')} GB")
-except Exception as e:
-    print("pytorch:", e)
+def rows(name, line_of):
+    path = os.path.join(out, name)
+    if not os.path.exists(path):
+        return print(f"{name}: not written")
+    for line in open(path):
+        print(line_of(json.loads(line)))
+rows("runs.jsonl", lambda j: f"megascale {j['model']:4} step {j['step_time_s']:.4f} s  MFU {j['mfu']:.3f}  "
+                             f"losses {j['losses'][:1]}..{j['losses'][-1:]}")
+rows("torch.jsonl", lambda j: f"pytorch {j['model']:4} {j['mode']:7} step {j['step_s']:.4f} s  MFU {j['mfu']:.3f}  "
+                              f"peak {j.get('peak_memory_gb')} GB")
 PY
