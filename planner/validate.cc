@@ -1,5 +1,6 @@
 #include "planner/validate.h"
 
+#include "planner/stack_presets.h"
 #include "planner/validate_run.h"
 #include "planner/validate_search.h"
 #include "planner/validate_util.h"
@@ -29,6 +30,7 @@ Result<Scenario> ResolveScenario(const Scenario& input) {
   if (!s.has_cluster()) {
     return Status::InvalidInput("cluster is missing: add cluster { gpu: \"A100\" num_gpus: N }");
   }
+  MS_RETURN_IF_ERROR(ApplyStack(&s).status());  // before the layout's defaults and the search
   MS_RETURN_IF_ERROR(validation::ResolveCluster(s.mutable_cluster()));
   MS_RETURN_IF_ERROR(validation::ResolveModel(s.mutable_model()));
   MS_RETURN_IF_ERROR(validation::ResolveSearch(&s));  // may choose the layout (search.enabled)

@@ -40,6 +40,15 @@ TEST_P(ShippedScenario, Plans) {
   EXPECT_NE(r.out.find("MFU"), std::string::npos) << r.out;
 }
 
+// Each names its software stack (planner/stack_presets.h), and `validate` says what it set.
+TEST_P(ShippedScenario, NamesItsStack) {
+  const std::string path = std::string(MEGASCALE_SOURCE_DIR) + "/scenarios/" + GetParam() + ".textproto";
+  EXPECT_NE(testing::Slurp(path).find("\nstack: \""), std::string::npos) << path;
+  auto r = testing::RunCli("validate " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# stack \""), std::string::npos) << r.out;
+}
+
 TEST(ShippedScenarios, IncludeTheIssuesExperiments) {
   const auto names = ShippedScenarios();
   for (const char* want : {"ablation-175b-256-0-baseline", "ablation-175b-256-8-lamb-3x-batch",

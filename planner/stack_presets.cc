@@ -1,0 +1,55 @@
+#include "planner/stack_presets.h"
+
+namespace megascale {
+
+const std::vector<StackPreset>& StackPresets() {
+  // name, what, flash, fused, overlap dp / pp / tp, sequence parallel, data pipeline overlap
+  static const std::vector<StackPreset> presets = {
+      {"megascale", "MegaScale (NSDI '24): every optimization of its sections 3.2-3.4", true, true, true, true,
+       true, true, true},
+      {"megatron-lm", "Megatron-LM as MegaScale's baseline ran it (2023): sequence parallelism, nothing overlapped, "
+                      "unfused attention and element-wise kernels",
+       false, false, false, false, false, true, false},
+      {"megatron-lm-2021", "Megatron-LM of Narayanan et al. (SC '21): fused element-wise kernels, no sequence "
+                           "parallelism, nothing overlapped",
+       false, true, false, false, false, false, false},
+      {"megatron-deepspeed", "Megatron-DeepSpeed of the MT-NLG 530B run (Smith et al. 2022): as Megatron-LM 2021",
+       false, true, false, false, false, false, false},
+  };
+  return presets;
+}
+
+Result<std::vector<std::string>> ApplyStack(Scenario* s) {
+  std::vector<std::string> set;
+  if (s->stack().empty()) return set;
+  const StackPreset* p = nullptr;
+  std::string known;
+  for (const StackPreset& candidate : StackPresets()) {
+    if (s->stack() == candidate.name) p = &candidate;
+    known += std::string(known.empty() ? "" : ", ") + "\"" + candidate.name + "\"";
+  }
+  if (p == nullptr) return Status::BadField("stack", "\"" + s->stack() + "\"", "must be one of " + known);
+  auto fill = [&set](bool has, auto setter, bool value, const std::string& field) {
+    if (has) return;
+    setter(value);
+    set.push_back(field + ": " + (value ? "true" : "false"));
+  };
+  LayoutSpec* l = s->mutable_layout();
+  KernelSpec* k = l->mutable_kernels();
+  OverlapSpec* o = l->mutable_overlap();
+  fill(k->has_flash_attention(), [k](bool v) { k->set_flash_attention(v); }, p->flash_attention,
+       "layout.kernels.flash_attention");
+  fill(k->has_fused_elementwise(), [k](bool v) { k->set_fused_elementwise(v); }, p->fused_elementwise,
+       "layout.kernels.fused_elementwise");
+  fill(o->has_dp(), [o](bool v) { o->set_dp(v); }, p->overlap_dp, "layout.overlap.dp");
+  fill(o->has_pp(), [o](bool v) { o->set_pp(v); }, p->overlap_pp, "layout.overlap.pp");
+  fill(o->has_tp(), [o](bool v) { o->set_tp(v); }, p->overlap_tp, "layout.overlap.tp");
+  fill(l->has_sequence_parallel(), [l](bool v) { l->set_sequence_parallel(v); }, p->sequence_parallel,
+       "layout.sequence_parallel");
+  TrainingSpec* t = s->mutable_training();
+  fill(t->has_data_pipeline_overlap(), [t](bool v) { t->set_data_pipeline_overlap(v); }, p->data_pipeline_overlap,
+       "training.data_pipeline_overlap");
+  return set;
+}
+
+}  // namespace megascale
