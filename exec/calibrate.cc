@@ -48,6 +48,23 @@ int RanksOnThisHost(Communicator* world) {
   return world->size();
 }
 
+// Times run(size) (a MedianSeconds of it) from `size` up, multiplying the size by `factor` until
+// one call keeps the device busy for 2 ms on every rank, or the size reaches `max`: so a launch's
+// fixed cost (microseconds on a GPU) is not what is measured. The CPU's first sizes (a 256^3 GEMM,
+// a 16 MiB copy) already take milliseconds; a GPU's grow. Every rank takes the largest size any
+// rank needed, so all ranks time the same work at once. Returns the size and its seconds.
+template <typename Size, typename Run>
+Result<std::pair<Size, double>> TimeGrowing(Communicator* world, Size size, Size max, Size factor, Run run) {
+  constexpr double kBusy = 2e-3;
+  for (;;) {
+    MS_ASSIGN_OR_RETURN(double s, run(size));
+    double grow = (s < kBusy && size < max) ? 1.0 : 0.0;
+    MS_RETURN_IF_ERROR(world->AllReduceSum(&grow, 1));
+    if (grow == 0) return std::make_pair(size, s);
+    size *= factor;
+  }
+}
+
 // Keeps the events rank 0 gathers.
 class EventList : public TraceSink {
  public:
@@ -62,48 +79,28 @@ class EventList : public TraceSink {
 
 Result<DeviceRates> MeasureDeviceRates(Device* device, Communicator* world) {
   DeviceRates r;
-  // Each figure is timed at a size that keeps the device busy for at least kBusy, so that a
-  // launch's fixed cost (microseconds on a GPU) is not what is measured: the sizes grow from the
-  // CPU's (a 256^3 GEMM, a 16 MiB copy, already milliseconds there) to a GPU's. Every rank takes
-  // the largest size any rank needed, so all ranks time the same work at once.
-  constexpr double kBusy = 2e-3;
-  int gemm = 256;
-  for (;;) {
-    DeviceBuffer a(device, size_t(gemm) * gemm), w(device, size_t(gemm) * gemm), out(device, size_t(gemm) * gemm);
-    auto once = [&] {
-      device->LinearForward(out.data(), a.data(), w.data(), nullptr, gemm, gemm, gemm);
-      device->Synchronize();
-      return device->status();
-    };
-    MS_ASSIGN_OR_RETURN(double s, MedianSeconds(world, 5, once));
-    double grow = (s < kBusy && gemm < kMaxCalibrationGemm) ? 1.0 : 0.0;
-    MS_RETURN_IF_ERROR(world->AllReduceSum(&grow, 1));
-    if (grow > 0) {
-      gemm *= 2;
-      continue;
-    }
-    MS_ASSIGN_OR_RETURN(r.gemm_flops_per_s, WorldMean(world, 2.0 * gemm * gemm * gemm / s));
-    r.gemm_size = gemm;
-    break;
-  }
-  size_t floats = size_t{4} << 20;  // 16 MiB
-  for (;;) {
-    DeviceBuffer src(device, floats), dst(device, floats);
-    MS_ASSIGN_OR_RETURN(double s, MedianSeconds(world, 5, [&] {
-                          device->Copy(dst.data(), src.data(), floats);
+  MS_ASSIGN_OR_RETURN(const auto gemm_timed, TimeGrowing(world, 256, kMaxCalibrationGemm, 2, [&](int n) {
+                        DeviceBuffer a(device, size_t(n) * n), w(device, size_t(n) * n), out(device, size_t(n) * n);
+                        return MedianSeconds(world, 5, [&] {
+                          device->LinearForward(out.data(), a.data(), w.data(), nullptr, n, n, n);
                           device->Synchronize();
                           return device->status();
-                        }));
-    double grow = (s < kBusy && floats < kMaxCalibrationCopyFloats) ? 1.0 : 0.0;
-    MS_RETURN_IF_ERROR(world->AllReduceSum(&grow, 1));
-    if (grow > 0) {
-      floats *= 4;
-      continue;
-    }
-    MS_ASSIGN_OR_RETURN(r.stream_bytes_per_s, WorldMean(world, 2.0 * floats * sizeof(float) / s));
-    r.copy_bytes = floats * sizeof(float);
-    break;
-  }
+                        });
+                      }));
+  r.gemm_size = gemm_timed.first;
+  const double gemm = gemm_timed.first;
+  MS_ASSIGN_OR_RETURN(r.gemm_flops_per_s, WorldMean(world, 2.0 * gemm * gemm * gemm / gemm_timed.second));
+  MS_ASSIGN_OR_RETURN(const auto copy_timed,
+                      TimeGrowing(world, size_t{4} << 20, kMaxCalibrationCopyFloats, size_t{4}, [&](size_t n) {
+                        DeviceBuffer src(device, n), dst(device, n);  // from 16 MiB
+                        return MedianSeconds(world, 5, [&] {
+                          device->Copy(dst.data(), src.data(), n);
+                          device->Synchronize();
+                          return device->status();
+                        });
+                      }));
+  r.copy_bytes = copy_timed.first * sizeof(float);
+  MS_ASSIGN_OR_RETURN(r.stream_bytes_per_s, WorldMean(world, 2.0 * r.copy_bytes / copy_timed.second));
   {
     // One call's fixed cost: a one-element kernel and the wait for it (a launch and a synchronize
     // on a GPU, next to nothing on the CPU). The cost model adds it to every kernel it prices

@@ -15,15 +15,8 @@ namespace {
 using testing::RunCli;
 using testing::WriteTemp;
 
-// One rank, the shipped corpus (run.corpus left empty), a GPT small enough for a few steps.
-const char* kOneRank = R"(
-name: "run-1"
-cluster { gpu: "A100" num_gpus: 1 gpus_per_node: 1 fabric: NONBLOCKING }
-model { layers: 2 hidden: 32 heads: 4 seq_len: 16 vocab: 256 }
-training { global_batch: 4 micro_batch: 1 steps: 3 }
-layout { tp: 1 pp: 1 dp: 1 }
-run { lr: 3e-3 }
-)";
+// One rank, the shipped corpus, a GPT small enough for a few steps (3 unless --steps says).
+const std::string kOneRank = testing::Slurp(std::string(MEGASCALE_SOURCE_DIR) + "/tests/cli/one-rank.textproto");
 
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
   const size_t at = text.find(from);

@@ -7,15 +7,8 @@ set -uo pipefail
 BIN=$1
 D=$(mktemp -d -p "${TEST_TMPDIR:-/tmp}" tracefull.XXXXXX)
 trap 'rm -rf "$D"' EXIT
-cat > "$D/one.textproto" <<'EOS'
-name: "run-1"
-cluster { gpu: "A100" num_gpus: 1 gpus_per_node: 1 fabric: NONBLOCKING }
-model { layers: 2 hidden: 32 heads: 4 seq_len: 16 vocab: 256 }
-training { global_batch: 4 micro_batch: 1 steps: 100 }
-layout { tp: 1 pp: 1 dp: 1 }
-run { lr: 3e-3 }
-EOS
-(trap '' XFSZ; ulimit -f 100; exec "$BIN" run -q "$D/one.textproto" --trace "$D/t.trace") > "$D/out.txt" 2> "$D/err.txt"
+ONE="$(cd "$(dirname "$0")/.." && pwd)/cli/one-rank.textproto"
+(trap '' XFSZ; ulimit -f 100; exec "$BIN" run -q --steps 100 "$ONE" --trace "$D/t.trace") > "$D/out.txt" 2> "$D/err.txt"
 rc=$?
 cat "$D/err.txt"
 set -e
