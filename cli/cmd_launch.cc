@@ -30,6 +30,7 @@
 #include "planner/plan_builder.h"
 #include "planner/scenario_io.h"
 #include "sim/ettr.h"
+#include "traces/event_name.h"
 
 namespace megascale::cli {
 namespace {
@@ -74,6 +75,7 @@ struct Attempt {
   int culprit_step = -1;
   int64_t culprit_op = -1;
   std::string culprit_kind;
+  std::string culprit_phase;      // fwd, bwd, recompute, opt; empty: unknown
   double silent_s = -1;           // the culprit's silence when the failure was detected
   int step_reached = -1;
   int exit_code = 0;
@@ -85,6 +87,7 @@ nlohmann::json ToJson(const Attempt& a) {
           {"end_s", a.end_s},          {"outcome", a.outcome},
           {"culprit_rank", a.culprit}, {"culprit_step", a.culprit_step},
           {"culprit_op", a.culprit_op}, {"culprit_kind", a.culprit_kind},
+          {"culprit_phase", a.culprit_phase},
           {"culprit_silent_s", a.silent_s}, {"step_reached", a.step_reached},
           {"exit_code", a.exit_code},  {"resumed_after_s", a.resumed_after_s}};
 }
@@ -222,6 +225,7 @@ Status RunLaunch(const LaunchArgs& args) {
       a.culprit_step = c.beat.step;
       a.culprit_op = c.beat.op;
       a.culprit_kind = c.beat.kind >= 0 ? OpKind_Name(static_cast<OpKind>(c.beat.kind)) : "";
+      a.culprit_phase = c.beat.phase >= 0 ? PhaseShortName(static_cast<Phase>(c.beat.phase)) : "";
       a.silent_s = c.last_beat >= 0 ? detected - c.last_beat : -1;
     }
     // The attempt's trace: what its rank 0 had flushed, with the culprit's lost heartbeat and a
@@ -243,7 +247,7 @@ Status RunLaunch(const LaunchArgs& args) {
     }
     log.Add(a.end_s, "failed",
             {{"attempt", number}, {"why", a.outcome}, {"culprit_rank", a.culprit}, {"step", a.culprit_step},
-             {"op", a.culprit_op}, {"kind", a.culprit_kind}, {"silent_s", a.silent_s}});
+             {"op", a.culprit_op}, {"kind", a.culprit_kind}, {"phase", a.culprit_phase}, {"silent_s", a.silent_s}});
     if (bad_input) bad_input_exit = 2;
     attempts.push_back(a);
   }
@@ -300,8 +304,9 @@ Status RunLaunch(const LaunchArgs& args) {
     for (const Attempt& a : attempts) {
       std::printf("attempt %d     %.2f-%.2f s  %s", a.number, a.start_s, a.end_s, a.outcome.c_str());
       if (a.culprit >= 0) {
-        std::printf("; culprit rank %d at step %d, op %lld %s, silent %.2f s", a.culprit, a.culprit_step,
-                    static_cast<long long>(a.culprit_op), a.culprit_kind.c_str(), a.silent_s);
+        std::printf("; culprit rank %d at step %d, op %lld %s%s%s, silent %.2f s", a.culprit, a.culprit_step,
+                    static_cast<long long>(a.culprit_op), a.culprit_kind.c_str(), a.culprit_phase.empty() ? "" : " ",
+                    a.culprit_phase.c_str(), a.silent_s);
       }
       if (a.resumed_after_s >= 0) std::printf("; training again %.2f s later", a.resumed_after_s);
       std::printf("\n");

@@ -8,11 +8,31 @@
 #include <cstdio>
 #include <sstream>
 
+#include "traces/event_name.h"
+
 namespace megascale {
 namespace exec {
 namespace {
 
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+double Now() { return 1e-9 * static_cast<double>(NowNs()); }
+
+// "op 17 (TP_ALL_REDUCE bwd)", or "no op yet".
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+std::string Describe(int64_t op, int kind, int phase) {
+  if (kind < 0) return op < 0 ? "no op yet" : "op " + std::to_string(op);
+  std::string what = OpKind_Name(static_cast<OpKind>(kind));
+  if (phase >= 0) what += std::string(" ") + PhaseShortName(static_cast<Phase>(phase));
+  return op < 0 ? "a " + what + " outside the plan" : "op " + std::to_string(op) + " (" + what + ")";
+}
 
 // A UDP socket connected to host:port, or -1 with *error set.
 int Connect(const std::string& address, std::string* error) {
@@ -45,10 +65,47 @@ int Connect(const std::string& address, std::string* error) {
 
 }  // namespace
 
+int RankProgress::Watch(int64_t op_id, OpKind k, Phase p) {
+  for (int i = 0; i < kSlots; ++i) {
+    int64_t free = -1;
+    Slot& s = slots_[i];
+    if (!s.since_ns.compare_exchange_strong(free, -2, std::memory_order_acq_rel)) continue;
+    s.op.store(op_id, std::memory_order_relaxed);
+    s.kind.store(k, std::memory_order_relaxed);
+    s.phase.store(p, std::memory_order_relaxed);
+    s.since_ns.store(NowNs(), std::memory_order_release);  // the reader sees it whole from here
+    return i;
+  }
+  return -1;
+}
+
+void RankProgress::Unwatch(int slot) {
+  if (slot >= 0 && slot < kSlots) slots_[slot].since_ns.store(-1, std::memory_order_release);
+}
+
+std::optional<InFlight> RankProgress::Oldest() const {
+  std::optional<InFlight> oldest;
+  const int64_t now = NowNs();
+  for (const Slot& s : slots_) {
+    const int64_t since = s.since_ns.load(std::memory_order_acquire);
+    if (since < 0) continue;
+    InFlight f;
+    f.op = s.op.load(std::memory_order_relaxed);
+    f.kind = s.kind.load(std::memory_order_relaxed);
+    f.phase = s.phase.load(std::memory_order_relaxed);
+    f.seconds = 1e-9 * static_cast<double>(now - since);
+    // A slot freed and taken again while read names the newer op's kind with the older start at
+    // worst for one look; the watchdog looks again 20 ms later before anything lasts a timeout.
+    if (s.since_ns.load(std::memory_order_acquire) != since) continue;
+    if (!oldest || f.seconds > oldest->seconds) oldest = f;
+  }
+  return oldest;
+}
+
 std::string FormatBeat(const Beat& b) {
   std::ostringstream out;
   out << "MSHB1 " << b.rank << ' ' << b.attempt << ' ' << b.pid << ' ' << b.step << ' ' << b.op << ' ' << b.kind
-      << ' ' << b.ticks << ' ' << b.state << ' ' << b.trace_ns;
+      << ' ' << b.ticks << ' ' << b.state << ' ' << b.trace_ns << ' ' << b.phase;
   return out.str();
 }
 
@@ -60,7 +117,9 @@ std::optional<Beat> ParseBeat(const std::string& text) {
       magic != "MSHB1" || b.rank < 0) {
     return std::nullopt;
   }
+  // Older ranks sent neither field.
   if (!(in >> b.trace_ns)) b.trace_ns = -1;
+  if (!(in >> b.phase)) b.phase = -1;
   return b;
 }
 
@@ -92,15 +151,16 @@ void Heartbeat::Finish(const std::string& state) {
   Send(state);
 }
 
-void Heartbeat::Send(const std::string& state) {
+void Heartbeat::Send(const std::string& state, const InFlight* hung) {
   if (socket_ < 0) return;
   Beat b;
   b.rank = rank_;
   b.attempt = options_.attempt;
   b.pid = static_cast<long>(::getpid());
   b.step = progress_->step.load(std::memory_order_relaxed);
-  b.op = progress_->op.load(std::memory_order_relaxed);
-  b.kind = progress_->kind.load(std::memory_order_relaxed);
+  b.op = hung != nullptr ? hung->op : progress_->op.load(std::memory_order_relaxed);
+  b.kind = hung != nullptr ? hung->kind : progress_->kind.load(std::memory_order_relaxed);
+  b.phase = hung != nullptr ? hung->phase : progress_->phase.load(std::memory_order_relaxed);
   b.ticks = progress_->ticks.load(std::memory_order_relaxed);
   b.state = state;
   const int64_t origin = progress_->origin_ns.load(std::memory_order_relaxed);
@@ -133,19 +193,34 @@ void Heartbeat::Run() {
       last_ticks = ticks;
       last_change = now;
     } else if (options_.collective_timeout_s > 0 && now - last_change > options_.collective_timeout_s) {
-      Send("watchdog");
-      const int kind = progress_->kind.load(std::memory_order_relaxed);
-      std::fprintf(stderr,
-                   "megascale: error: rank %d, step %d: no op started or ended for %.3g s (sim.collective_timeout_s) "
-                   "after op %lld (%s) began: a peer is dead or hung; ending the job\n",
-                   rank_, progress_->step.load(), options_.collective_timeout_s,
-                   static_cast<long long>(progress_->op.load()),
-                   kind >= 0 ? OpKind_Name(static_cast<OpKind>(kind)).c_str() : "none");
-      std::fflush(stderr);
-      ::_exit(kWatchdogExit);
+      InFlight last;
+      last.op = progress_->op.load(std::memory_order_relaxed);
+      last.kind = progress_->kind.load(std::memory_order_relaxed);
+      last.phase = progress_->phase.load(std::memory_order_relaxed);
+      last.seconds = now - last_change;
+      Fire("no op started or ended for " + Seconds(last.seconds) + " after " +
+               Describe(last.op, last.kind, last.phase) + " began",
+           last);
+    }
+    if (options_.collective_timeout_s > 0) {
+      const std::optional<InFlight> oldest = progress_->Oldest();
+      if (oldest && oldest->seconds > options_.collective_timeout_s) {
+        Fire(Describe(oldest->op, oldest->kind, oldest->phase) + " has not completed in " + Seconds(oldest->seconds),
+             *oldest);
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+void Heartbeat::Fire(const std::string& why, const InFlight& op) {
+  Send("watchdog", &op);
+  std::fprintf(stderr,
+               "megascale: error: rank %d, step %d: %s (sim.collective_timeout_s = %.3g s): a peer is dead or hung; "
+               "ending the job\n",
+               rank_, progress_->step.load(), why.c_str(), options_.collective_timeout_s);
+  std::fflush(stderr);
+  ::_exit(kWatchdogExit);
 }
 
 }  // namespace exec

@@ -56,7 +56,7 @@ void OpRecorder::BeginStep(int step) {
 
 uint32_t OpRecorder::Claim(OpKind kind) {
   if (gate_ == nullptr || !unit_.planned || !failure_.ok()) {
-    if (progress_ != nullptr) progress_->Tick();
+    if (progress_ != nullptr) progress_->Tick(unit_.phase);
     return kUnplanned;
   }
   Result<uint32_t> id = gate_->Enter(unit_, kind);
@@ -64,7 +64,7 @@ uint32_t OpRecorder::Claim(OpKind kind) {
     failure_ = id.status();
     return kUnplanned;
   }
-  if (progress_ != nullptr) progress_->Begin(*id, kind);
+  if (progress_ != nullptr) progress_->Begin(*id, kind, unit_.phase);
   return *id;
 }
 

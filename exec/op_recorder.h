@@ -89,8 +89,10 @@ class OpRecorder {
     const uint32_t id = Claim(kind);
     if (!failure_.ok()) return failure_;
     const int64_t start = device_->NowNs();
+    const int watched = Watch(id, kind, unit_.phase);
     Status s = f();
     device_->Synchronize();
+    Unwatch(watched);
     Record(unit_, kind, start, bytes, group, LaneOf(kind), id);
     Release(id);
     return s;
@@ -112,7 +114,9 @@ class OpRecorder {
   template <typename F>
   Status CommSince(int64_t start_ns, uint32_t id, Lane lane, const OpUnit& unit, OpKind kind, double bytes, F&& f,
                    Group group = NO_GROUP) {
+    const int watched = Watch(id, kind, unit.phase);  // timed from the wait: posting early is no hang
     Status s = f();
+    Unwatch(watched);
     Record(unit, kind, start_ns, bytes, group, lane, id);
     return s;
   }
@@ -132,9 +136,11 @@ class OpRecorder {
     }
     const int64_t start = device_->NowNs();
     int64_t comm_end = start;
+    const bool first_is_comm = LaneOf(first) == TP_COMM;
+    const int watched = Watch(first_is_comm ? a : b, first_is_comm ? first : second, unit_.phase);
     Status s = f(&comm_end);
     device_->Synchronize();
-    const bool first_is_comm = LaneOf(first) == TP_COMM;
+    Unwatch(watched);
     const OpKind compute = first_is_comm ? second : first;
     const uint32_t compute_id = first_is_comm ? b : a;
     Record(unit_, first_is_comm ? first : second, start, bytes, NO_GROUP, TP_COMM, first_is_comm ? a : b, comm_end);
@@ -162,6 +168,13 @@ class OpRecorder {
   // outside the program). A refusal becomes failure().
   uint32_t Claim(OpKind kind);
   void Release(uint32_t id);
+  // The communication op `id` is in flight (for the watchdog); the slot to Unwatch, -1 none.
+  int Watch(uint32_t id, OpKind kind, Phase phase) {
+    return progress_ != nullptr ? progress_->Watch(id == kUnplanned ? int64_t{-1} : int64_t{id}, kind, phase) : -1;
+  }
+  void Unwatch(int slot) {
+    if (progress_ != nullptr) progress_->Unwatch(slot);
+  }
   // Ends the op at end_ns, or now (the clock read under the lock) when end_ns is -1. id kUnplanned:
   // the next id outside the program (in end order without a gate).
   void Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group, Lane lane,

@@ -48,7 +48,9 @@ TEST(StepDump, HoldsTheBatchTheParametersBeforeTheStepAndItsGradients) {
   EXPECT_EQ(d.rows, 8);
   EXPECT_EQ(d.tokens.size(), static_cast<size_t>(8 * c->seq_len));
   for (size_t i = 0; i + 1 < d.tokens.size(); ++i) {
-    if ((i + 1) % c->seq_len != 0) EXPECT_EQ(d.targets[i], d.tokens[i + 1]);  // next-token targets
+    if ((i + 1) % c->seq_len != 0) {
+      EXPECT_EQ(d.targets[i], d.tokens[i + 1]);  // next-token targets
+    }
   }
 
   const std::string bytes = EncodeStepDump(*c, layout, d);

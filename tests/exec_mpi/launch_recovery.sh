@@ -33,9 +33,11 @@ a = r["attempts"]
 assert r["completed"], "the job did not complete"
 assert len(a) == 2, "%d attempts, expected 2: %s" % (len(a), a)
 f = a[0]
-print("attempt 0: %s; culprit rank %d (step %d, op %d %s), silent %.2f s; training again after %.2f s" %
+print("attempt 0: %s; culprit rank %d (step %d, op %d %s %s), silent %.2f s; training again after %.2f s" %
       (f["outcome"], f["culprit_rank"], f["culprit_step"], f["culprit_op"], f["culprit_kind"],
-       f["culprit_silent_s"], f["resumed_after_s"]))
+       f["culprit_phase"], f["culprit_silent_s"], f["resumed_after_s"]))
+# The heartbeat says in which phase the culprit was (its last op's).
+assert f["culprit_op"] < 0 or f["culprit_phase"] in ("fwd", "bwd", "recompute", "opt"), f
 assert f["culprit_rank"] == rank, "culprit %d, injected %d" % (f["culprit_rank"], rank)
 assert 0 <= f["culprit_silent_s"] <= 5, "detected after %.2f s of silence" % f["culprit_silent_s"]
 assert 0 <= f["resumed_after_s"] <= 60, "trained again after %.2f s" % f["resumed_after_s"]
