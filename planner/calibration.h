@@ -52,6 +52,11 @@ struct GpuCalibration {
   // step (training.data_pipeline_overlap = false), seconds per step.
   double data_loading_s = 0.05;
 
+  // TP collectives inside a node are priced with NCCL's protocols (NcclNodeRingTime: LL, LL128,
+  // Simple, each with its latency and bandwidth share); false for a measured device, whose
+  // collectives are not NCCL's (the CPU's MPI) or are fitted per kind (op_scale).
+  bool nccl_protocols = true;
+
   // --- measured devices only (megascale calibrate) ---
   // Measured over modelled time per op kind (and, for collectives, per group size); a kind
   // without an entry scales by 1. The stored GPU calibrations have none: their formulas were

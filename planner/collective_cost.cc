@@ -36,13 +36,49 @@ int Edges(const TreeNode& node) {
 
 }  // namespace
 
+namespace {
+bool IsAllReduce(OpKind kind) { return kind == DP_ALL_REDUCE || kind == TP_ALL_REDUCE; }
+}  // namespace
+
 double RingVolume(OpKind kind, int members, double bytes) {
   const double share = static_cast<double>(members - 1) / members * bytes;
-  return kind == DP_ALL_REDUCE ? 2 * share : share;
+  return IsAllReduce(kind) ? 2 * share : share;
 }
 
 int RingSteps(OpKind kind, int members) {
-  return kind == DP_ALL_REDUCE ? 2 * (members - 1) : members - 1;
+  return IsAllReduce(kind) ? 2 * (members - 1) : members - 1;
+}
+
+const char* NcclProtocolName(NcclProtocol p) {
+  switch (p) {
+    case NcclProtocol::kLL: return "LL";
+    case NcclProtocol::kLL128: return "LL128";
+    case NcclProtocol::kSimple: return "Simple";
+  }
+  return "?";
+}
+
+NcclRingCost NcclNodeRingTime(OpKind kind, int members, double bytes, double bus_bytes_per_s) {
+  NcclRingCost best;
+  if (members <= 1 || bytes <= 0) return best;
+  // NCCL's ring figures over NVLink: base latency and per-step latency (microseconds), and the
+  // share of the bus bandwidth each protocol moves data at.
+  struct Figures {
+    NcclProtocol protocol;
+    double base_us, step_us, share;
+  };
+  const bool all_reduce = IsAllReduce(kind);
+  const Figures protocols[] = {{NcclProtocol::kLL, 3.6, 0.47, all_reduce ? 1.0 / 4 : 1.0 / 3},
+                               {NcclProtocol::kLL128, 10.0, 1.9, 0.92},
+                               {NcclProtocol::kSimple, 8.4, 3.4, 1.0}};
+  const double steps = RingSteps(kind, members);
+  const double volume = RingVolume(kind, members, bytes);
+  best.time_s = -1;
+  for (const Figures& f : protocols) {
+    const double t = 1e-6 * (f.base_us + steps * f.step_us) + volume / (bus_bytes_per_s * f.share);
+    if (best.time_s < 0 || t < best.time_s) best = {f.protocol, t};
+  }
+  return best;
 }
 
 double RingCollectiveTime(OpKind kind, int members, double bytes, const LinkFigures& link) {

@@ -81,6 +81,25 @@ double TreeFillTime(int depth, double chunk, const LinkFigures& link);
 double TreeAllReduceTime(int members, double bytes, int channels, double chunk_bytes,
                          const LinkFigures& link);
 
+// --- NCCL's protocols on a ring inside a node (TP collectives)
+// NCCL runs a collective with one of three protocols and picks the fastest by its own tuning model
+// (src/graph/tuning.cc, NCCL 2.8-2.12): LL (8-byte flag per 8 bytes of data: lowest latency, a
+// quarter of the bus bandwidth for all-reduce, a third otherwise), LL128 (128-byte lines: 92 % of
+// it) and Simple (all of it, the largest latency). A protocol's time on an NVLink ring is
+// base + steps x per-step latency + volume / (bus bandwidth x its share), volume being what each
+// member sends (RingVolume). Small messages pay the latencies (an 8-GPU all-reduce at least
+// ~10 us, ~35 us with LL128), mid-sized ones the bandwidth shares: the regime large-shape rings
+// miss.
+enum class NcclProtocol { kLL, kLL128, kSimple };
+struct NcclRingCost {
+  NcclProtocol protocol = NcclProtocol::kSimple;
+  double time_s = 0;
+};
+// The protocol NCCL would pick, and its time, for `kind` (TP_ALL_REDUCE, TP_ALL_GATHER or
+// TP_REDUCE_SCATTER) over `members` GPUs of one node with `bus_bytes_per_s` of NCCL bus bandwidth.
+NcclRingCost NcclNodeRingTime(OpKind kind, int members, double bytes, double bus_bytes_per_s);
+const char* NcclProtocolName(NcclProtocol p);
+
 // --- the choice
 // The algorithm `spec` runs for this collective: RING or TREE (never AUTO). RING for reduce-scatter,
 // all-gather and fewer than two members; TREE when asked for; AUTO: the lower time, RING on a tie.

@@ -121,6 +121,10 @@ double CostModel::OpTime(OpKind kind, Phase phase, const OpShape& shape) const {
   return constants_.OpScale(kind) * FormulaTime(kind, phase, shape);
 }
 
+double CostModel::LaunchFloor(OpKind kind, Phase phase, const OpShape& shape) {
+  return shape.launch_s > 0 ? OpKernels(kind, phase, shape) * shape.launch_s : 0;
+}
+
 double CostModel::FormulaTime(OpKind kind, Phase phase, const OpShape& shape) const {
   if (IsGemm(kind)) {
     double t = 0;
@@ -146,10 +150,10 @@ double CostModel::TpCollectiveTime(OpKind kind, int tp, double bytes) const {
 
 double CostModel::TpRingTime(OpKind kind, int tp, double bytes) const {
   if (tp <= 1) return 0;
-  // NCCL ring: t - 1 steps, each moving 1/t of the buffer; bus bandwidth = NVLink x efficiency.
-  const double one_pass = (tp - 1) * nvlink_latency_s_ +
-                          (tp - 1.0) / tp * bytes /
-                              (nvlink_bytes_per_s_ * constants_.nvlink_efficiency);
+  const double bus = nvlink_bytes_per_s_ * constants_.nvlink_efficiency;
+  if (constants_.nccl_protocols) return NcclNodeRingTime(kind, tp, bytes, bus).time_s;
+  // A measured device's collectives: t - 1 steps, each moving 1/t of the buffer, at its link.
+  const double one_pass = (tp - 1) * nvlink_latency_s_ + (tp - 1.0) / tp * bytes / bus;
   return kind == TP_ALL_REDUCE ? 2 * one_pass : one_pass;
 }
 

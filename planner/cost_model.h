@@ -11,7 +11,8 @@
 //  * DpCollectiveTime / PpTime: NCCL's DP collective (ring or double binary tree, per the
 //    cluster's collectives settings: planner/collective_cost.h) and send/recv over the route's
 //    NICs, at the calibrated network efficiency; P2pTime is plan.proto's raw closed form;
-//  * OpTime: an op of a layer (what layer_ops calls), dispatching to the above.
+//  * OpTime: an op of a layer (what layer_ops calls), dispatching to the above;
+//  * LaunchFloor: the host's time to launch an op's kernels (eager frameworks at narrow shapes).
 // Immutable; thread-safe.
 #pragma once
 
@@ -60,8 +61,13 @@ class CostModel {
   // A streaming kernel moving `bytes` through HBM.
   double MemoryBoundTime(double bytes) const;
   // Any compute op of a layer, the embedding or the head (not OPTIMIZER_STEP): the formula's time
-  // times the calibration's op_scale for the kind (1 on the stored GPU calibrations).
+  // times the calibration's op_scale for the kind (1 on the stored GPU calibrations): the GPU's
+  // time, before any wait for the host (layer_ops.cc stretches a host-bound pass, LaunchFloor).
   double OpTime(OpKind kind, Phase phase, const OpShape& shape) const;
+  // The host's time to launch an op's kernels one by one: OpKernels x shape.launch_s (0 without
+  // a launch cost). A pass whose ops take the GPU less than their launches take the host waits
+  // for the host (planner/layer_ops.h).
+  static double LaunchFloor(OpKind kind, Phase phase, const OpShape& shape);
   // The formula alone, without op_scale: what `megascale calibrate` holds its measurements against.
   double FormulaTime(OpKind kind, Phase phase, const OpShape& shape) const;
   // The optimizer's update of `params` local parameters plus the per-step host overhead (and the

@@ -1,5 +1,6 @@
 #include "planner/layer_ops.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace megascale {
@@ -85,18 +86,41 @@ void BackwardSteps(const OpShape& s, Recompute recompute, std::vector<Step>& v) 
   Push(v, LAYERNORM, b);
 }
 
-Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place) {
+// The GPU's time of one step (before any wait for the host).
+double DeviceTime(const LayerContext& ctx, const Step& st) {
+  if (IsTpCollective(st.kind)) {
+    return ctx.cost->TpCollectiveTime(st.kind, ctx.shape.tp, TpActivationBytes(ctx.shape));
+  }
+  return ctx.compute_scale * ctx.cost->OpTime(st.kind, st.phase, ctx.shape);
+}
+
+// The host launches the steps' kernels one after another (launch_s each) while the GPU runs them,
+// ahead of it as long as the kernels are longer than their launches. When the whole sequence's
+// launches take longer than its kernels, the GPU waits for the host: the sequence takes the
+// launches' time. Returns that over the GPU's time (>= 1), which stretches every step: the
+// host-bound floor of narrow shapes (CostModel::LaunchFloor). A layer's pass is the sequence, as
+// the host can run ahead across its ops but every pass ends in a dependency (a PP transfer, a
+// collective) that the next one waits for.
+double HostBoundStretch(const LayerContext& ctx, const std::vector<Step>& steps) {
+  if (ctx.shape.launch_s <= 0) return 1;
+  double device = 0, host = 0;
+  for (const Step& st : steps) {
+    device += DeviceTime(ctx, st);
+    host += CostModel::LaunchFloor(st.kind, st.phase, ctx.shape);
+  }
+  return device > 0 && host > device ? host / device : 1;
+}
+
+Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double stretch) {
   Op op;
   if (IsTpCollective(st.kind)) {
     const double bytes = TpActivationBytes(ctx.shape);
-    op = MakeOp(st.kind, TP_COMM, st.phase, CLOSED_FORM,
-                ctx.cost->TpCollectiveTime(st.kind, ctx.shape.tp, bytes));
+    op = MakeOp(st.kind, TP_COMM, st.phase, CLOSED_FORM, stretch * DeviceTime(ctx, st));
     op.set_comm_bytes(bytes);
     op.set_group(TP_GROUP);
   } else {
     const OpCost c = ComputeOpCost(st.kind, st.phase, ctx.shape);
-    op = MakeOp(st.kind, COMPUTE, st.phase, CLOSED_FORM,
-                ctx.compute_scale * ctx.cost->OpTime(st.kind, st.phase, ctx.shape));
+    op = MakeOp(st.kind, COMPUTE, st.phase, CLOSED_FORM, stretch * DeviceTime(ctx, st));
     op.set_flops(c.flops);
     op.set_mem_bytes(c.bytes);
   }
@@ -110,6 +134,7 @@ Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place) {
 // GEMM that consumes it, the RS after the GEMM that produces it).
 void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step>& steps,
                const OpPlace& place) {
+  const double stretch = HostBoundStretch(ctx, steps);
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& st = steps[i];
     if (ctx.overlap_tp && i + 1 < steps.size()) {
@@ -117,12 +142,12 @@ void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step
       const bool ag_then_gemm = st.kind == TP_ALL_GATHER && IsGemm(next.kind);
       const bool gemm_then_rs = IsGemm(st.kind) && next.kind == TP_REDUCE_SCATTER;
       if (ag_then_gemm || gemm_then_rs) {
-        w.ChainSideBySide(BuildOp(ctx, st, place), BuildOp(ctx, next, place));
+        w.ChainSideBySide(BuildOp(ctx, st, place, stretch), BuildOp(ctx, next, place, stretch));
         ++i;
         continue;
       }
     }
-    w.Chain(BuildOp(ctx, st, place));
+    w.Chain(BuildOp(ctx, st, place, stretch));
   }
 }
 

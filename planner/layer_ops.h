@@ -13,6 +13,8 @@
 // backward; SELECTIVE re-runs ATTENTION just before its backward.
 // overlap.tp fuses each AG/RS with its adjacent GEMM: both wait for the same op and run side by
 // side on COMPUTE and TP_COMM, the next op waits for both.
+// Host-bound passes: where launching a pass's kernels (layout.kernels.launch_us each) takes the
+// host longer than they take the GPU, every op of the pass stretches by that ratio.
 #pragma once
 
 #include "planner/cost_model.h"

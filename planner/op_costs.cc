@@ -90,7 +90,31 @@ OpShape OpShapeOf(const ModelSpec& model, const LayoutSpec& layout, int micro_ba
   s.sequence_parallel = layout.sequence_parallel() && layout.tp() > 1;
   s.flash_attention = layout.kernels().flash_attention();
   s.fused_elementwise = layout.kernels().fused_elementwise();
+  s.launch_s = 1e-6 * layout.kernels().launch_us();
   return s;
+}
+
+double OpKernels(OpKind kind, Phase phase, const OpShape& shape) {
+  const bool backward = phase == BACKWARD;
+  switch (kind) {
+    case TP_ALL_GATHER:
+    case TP_REDUCE_SCATTER:
+    case TP_ALL_REDUCE:
+      return 1;
+    case ATTENTION:
+      if (shape.flash_attention) return backward ? 2 : 1;
+      return backward ? 6 : 4;  // 2 (4) batched GEMMs, softmax, dropout
+    case QKV_GEMM:
+    case ATTN_PROJ_GEMM:
+    case FFN_UP_GEMM:
+    case FFN_DOWN_GEMM:
+    case LM_HEAD:
+      return static_cast<double>(OpGemms(kind, phase, shape).size());
+    default: {
+      const double passes = shape.fused_elementwise ? 1 : kUnfusedElementwisePasses;
+      return backward ? 2 * passes : passes;
+    }
+  }
 }
 
 OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape) {

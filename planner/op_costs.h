@@ -34,6 +34,8 @@ struct OpShape {
   // element-wise kernels (LayerNorm, bias + GeLU, bias + dropout + residual in one pass each).
   bool flash_attention = true;
   bool fused_elementwise = true;
+  // layout.kernels.launch_us in seconds: the host's time to issue one kernel.
+  double launch_s = 0;
 };
 
 // The shape of a layout: SP only where tp > 1 (it splits nothing at tp 1).
@@ -71,6 +73,13 @@ constexpr double kUnfusedScoreBytesBackward = 11;
 // An unfused element-wise op (bias, activation, dropout, residual as separate kernels) makes about
 // two passes over HBM where the fused kernel makes one.
 constexpr double kUnfusedElementwisePasses = 2;
+
+// The kernels one op issues on one GPU (what the host must launch, each taking OpShape::launch_s
+// of it): a GEMM op its GEMMs (OpGemms: one forward, two backward); attention fused one forward
+// and two backward (FlashAttention-2's dq/dk/dv and its pre-pass), unfused its batched GEMMs plus
+// softmax and dropout; an element-wise op one per pass (kUnfusedElementwisePasses unfused), twice
+// that backward (the input's and the parameters' gradients); a TP collective one. Any phase.
+double OpKernels(OpKind kind, Phase phase, const OpShape& shape);
 
 // Full activation buffer [micro_batch x seq x hidden] in bytes: the payload (comm_bytes) of the
 // TP all-gather / reduce-scatter / all-reduce around a layer's GEMMs.

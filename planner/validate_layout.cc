@@ -50,6 +50,8 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   KernelSpec* k = l->mutable_kernels();
   k->set_flash_attention(k->flash_attention());
   k->set_fused_elementwise(k->fused_elementwise());
+  MS_CHECK_RANGE(k->launch_us(), 0.0, 10000.0, "layout.kernels.launch_us", "microseconds");
+  k->set_launch_us(k->launch_us());
   return Status::Ok();
 }
 

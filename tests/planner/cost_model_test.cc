@@ -141,13 +141,43 @@ TEST(CostModel, OpTimeOfAGemmSumsItsGemms) {
 }
 
 TEST(CostModel, TpRingBusBandwidthInsideTheNode) {
-  const CostModel cost(kA100, Simple());
+  CostConstants measured = Simple();
+  measured.nccl_protocols = false;  // a measured device: the plain ring at its link
+  const CostModel cost(kA100, measured);
   // NVLink 300 GB/s each way at 50% bus efficiency; 0.5 us per ring step.
   const double one_pass = 7 * 0.5e-6 + 7.0 / 8 * 100e6 / (300e9 * 0.5);
   EXPECT_DOUBLE_EQ(cost.TpCollectiveTime(TP_ALL_GATHER, 8, 100e6), one_pass);
   EXPECT_DOUBLE_EQ(cost.TpCollectiveTime(TP_REDUCE_SCATTER, 8, 100e6), one_pass);
   EXPECT_DOUBLE_EQ(cost.TpCollectiveTime(TP_ALL_REDUCE, 8, 100e6), 2 * one_pass);
   EXPECT_EQ(cost.TpCollectiveTime(TP_ALL_REDUCE, 1, 100e6), 0);
+}
+
+// A GPU's TP collectives follow NCCL's protocols: a large all-reduce runs Simple at the whole bus
+// bandwidth after its latencies (8.4 us + 14 steps x 3.4 us over 8 GPUs), a mid-sized one LL128,
+// a small one LL, whose latency is lowest; the time grows with the size and never undercuts the
+// bandwidth term of the fastest protocol.
+TEST(CostModel, TpCollectivesFollowNcclsProtocolsBySize) {
+  const CostModel cost(kA100, Simple());
+  const double bus = 300e9 * 0.5;
+  const NcclRingCost large = NcclNodeRingTime(TP_ALL_REDUCE, 8, 100e6, bus);
+  EXPECT_EQ(large.protocol, NcclProtocol::kSimple);
+  EXPECT_DOUBLE_EQ(large.time_s, 1e-6 * (8.4 + 14 * 3.4) + 2 * 7.0 / 8 * 100e6 / bus);
+  EXPECT_DOUBLE_EQ(cost.TpCollectiveTime(TP_ALL_REDUCE, 8, 100e6), large.time_s);
+  EXPECT_EQ(NcclNodeRingTime(TP_ALL_REDUCE, 8, 2e6, bus).protocol, NcclProtocol::kLL128);
+  const NcclRingCost small = NcclNodeRingTime(TP_ALL_REDUCE, 8, 16e3, bus);
+  EXPECT_EQ(small.protocol, NcclProtocol::kLL);
+  EXPECT_DOUBLE_EQ(small.time_s, 1e-6 * (3.6 + 14 * 0.47) + 4 * 2 * 7.0 / 8 * 16e3 / bus);
+  // All-gather: half the steps and volume; LL moves a third of the bandwidth there, not a quarter.
+  EXPECT_DOUBLE_EQ(NcclNodeRingTime(TP_ALL_GATHER, 8, 16e3, bus).time_s,
+                   1e-6 * (3.6 + 7 * 0.47) + 3 * 7.0 / 8 * 16e3 / bus);
+  double last = 0;
+  for (double bytes = 1e3; bytes < 1e9; bytes *= 2) {
+    const double t = cost.TpCollectiveTime(TP_ALL_REDUCE, 4, bytes);
+    EXPECT_GT(t, last) << bytes;
+    EXPECT_GE(t, 2 * 3.0 / 4 * bytes / bus) << bytes;
+    last = t;
+  }
+  EXPECT_EQ(NcclNodeRingTime(TP_ALL_REDUCE, 1, 1e6, bus).time_s, 0);
 }
 
 TEST(CostModel, DpRingAndP2pFollowPlanProto) {

@@ -1,12 +1,15 @@
 // Stacks as data (planner/stack_presets.h): a named stack fills the switches a scenario leaves
 // unset, a switch the scenario sets wins, an unknown name is refused naming the field and the
-// known names (as data: Status::field_error()).
+// known names (as data: Status::field_error()); an eager stack's launch cost stretches the passes
+// of a narrow model to the host's time and leaves a wide one alone.
 #include "planner/stack_presets.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "planner/op_costs.h"
+#include "planner/plan_builder.h"
 #include "planner/scenario_io.h"
 #include "planner/validate.h"
 
@@ -41,8 +44,9 @@ layout { tp: 2 pp: 2 dp: 4 overlap { pp: true } })"));
   Scenario megascale = Parsed(R"(stack: "megascale" layout { tp: 2 pp: 2 dp: 4 })");
   Result<std::vector<std::string>> set = ApplyStack(&megascale);
   ASSERT_TRUE(set.ok());
-  EXPECT_EQ(set->size(), 7u);  // every switch, none set by the scenario
+  EXPECT_EQ(set->size(), 8u);  // every switch, none set by the scenario
   EXPECT_TRUE(megascale.layout().overlap().tp());
+  EXPECT_EQ(megascale.layout().kernels().launch_us(), 0);  // MegaScale's ops outlast any launch
   EXPECT_TRUE(megascale.training().data_pipeline_overlap());
 }
 
@@ -53,7 +57,51 @@ TEST(StackPresets, TheDifferingSwitchesOfTheStacks) {
     EXPECT_EQ(p.sequence_parallel, name == "megascale" || name == "megatron-lm") << name;
     EXPECT_EQ(p.overlap_tp, name == "megascale") << name;
     EXPECT_EQ(p.flash_attention, name == "megascale") << name;
+    // Eager PyTorch stacks pay a launch per kernel; the scenario may still set its own.
+    EXPECT_EQ(p.launch_us > 0, name != "megascale") << name;
   }
+}
+
+// The forward pass of layer 0, micro-batch 0, on stage 0: its ops' summed durations and their
+// kernels' launches at `launch_us`.
+struct Pass {
+  double seconds = 0, launches_s = 0;
+};
+Pass FirstForwardPass(const std::string& model, double launch_us) {
+  Result<Scenario> parsed = ParseScenario(R"(
+name: "t"
+stack: "megatron-lm"
+cluster { gpu: "A100" num_gpus: 16 gpus_per_node: 8 fabric: NONBLOCKING }
+model { preset: ")" + model + R"(" }
+training { global_batch: 8 micro_batch: 1 }
+layout { tp: 2 pp: 2 dp: 4 kernels { launch_us: )" + std::to_string(launch_us) + " } }",
+                                          "test");
+  Pass p;
+  if (!parsed.ok()) return p;
+  Result<Scenario> r = ResolveScenario(*parsed);
+  if (!r.ok()) return p;
+  Result<Plan> plan = BuildPlan(*r);
+  if (!plan.ok()) return p;
+  const OpShape shape = OpShapeOf(r->model(), r->layout(), r->training().micro_batch());
+  for (const Op& op : plan->stages(0).ops()) {
+    if (op.layer() != 0 || op.microbatch() != 0 || op.phase() != FORWARD) continue;
+    p.seconds += op.duration_s();
+    p.launches_s += OpKernels(op.kind(), op.phase(), shape) * launch_us * 1e-6;
+  }
+  return p;
+}
+
+TEST(StackPresets, AnEagerStacksLaunchesFloorANarrowPassOnly) {
+  const Pass gpu_only = FirstForwardPass("gpt-tiny", 0);
+  const Pass eager = FirstForwardPass("gpt-tiny", 60);
+  ASSERT_GT(gpu_only.seconds, 0);
+  ASSERT_GT(eager.launches_s, gpu_only.seconds);  // a tiny model's kernels are shorter than their launches
+  EXPECT_NEAR(eager.seconds, eager.launches_s, 1e-9 * eager.launches_s);
+  // GPT-3 175B's layer outlasts its launches many times over: unchanged.
+  const Pass wide = FirstForwardPass("gpt3-175b-megatron", 60), wide_gpu = FirstForwardPass("gpt3-175b-megatron", 0);
+  ASSERT_GT(wide.seconds, 0);
+  EXPECT_GT(wide.seconds, 10 * wide.launches_s);
+  EXPECT_DOUBLE_EQ(wide.seconds, wide_gpu.seconds);
 }
 
 TEST(StackPresets, AnUnknownStackIsRefusedNamingTheKnownOnes) {
