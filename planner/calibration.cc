@@ -20,7 +20,7 @@ const std::vector<GpuCalibration>& Table() {
           /*network_efficiency=*/0.95,
           /*network_step_latency_s=*/7e-6,
           /*overlap_slowdown=*/0.55,
-          /*step_overhead_s=*/0.025,
+          /*step_overhead_s=*/0.015,
           /*sms=*/108,
           // Device-to-device copy reaches ~90% of the HBM figure on A100 and H100
           // (hardware.md: 3.0 of 3.35 TB/s measured on H100).
