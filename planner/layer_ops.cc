@@ -1,6 +1,5 @@
 #include "planner/layer_ops.h"
 
-#include <algorithm>
 #include <vector>
 
 namespace megascale {
