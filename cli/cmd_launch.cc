@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -20,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/steady_clock.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
 #include "cli/job_monitor.h"
@@ -34,8 +34,6 @@
 
 namespace megascale::cli {
 namespace {
-
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // A UDP socket on 127.0.0.1 and its port.
 Result<std::pair<int, int>> OpenBeatSocket() {
@@ -136,7 +134,7 @@ Status RunLaunch(const LaunchArgs& args) {
     std::fprintf(stderr, "launch: warning: no run.checkpoint.dir: a restarted attempt begins again at step 0\n");
   }
 
-  const double t0 = Now();
+  const double t0 = SteadyNowSeconds();
   std::vector<Attempt> attempts;
   nlohmann::json final_run;
   bool completed = false;
@@ -150,10 +148,10 @@ Status RunLaunch(const LaunchArgs& args) {
     if (!args.trace.empty()) argv.insert(argv.end(), {"--trace", args.trace + "." + std::to_string(number)});
     Attempt a;
     a.number = number;
-    a.start_s = Now() - t0;
+    a.start_s = SteadyNowSeconds() - t0;
     log.Add(a.start_s, "start", {{"attempt", number}, {"ranks", world}});
     MS_ASSIGN_OR_RETURN(std::unique_ptr<LaunchedJob> job, LaunchedJob::Start(argv));
-    JobMonitor monitor(world, sim.heartbeat_timeout_s(), Now());
+    JobMonitor monitor(world, sim.heartbeat_timeout_s(), SteadyNowSeconds());
     std::string out;  // rank 0's JSON summary
     std::string failure;
     bool first_step_seen = false;
@@ -166,10 +164,10 @@ Status RunLaunch(const LaunchArgs& args) {
       char buf[512];
       for (ssize_t n; (n = ::recv(beat_fd, buf, sizeof(buf) - 1, 0)) > 0;) {
         if (std::optional<exec::Beat> b = exec::ParseBeat(std::string(buf, static_cast<size_t>(n)))) {
-          monitor.OnBeat(*b, number, Now());
+          monitor.OnBeat(*b, number, SteadyNowSeconds());
         }
       }
-      const double now = Now();
+      const double now = SteadyNowSeconds();
       if (!first_step_seen && monitor.StepReached() >= 0) {
         first_step_seen = true;
         if (!attempts.empty()) attempts.back().resumed_after_s = now - t0 - attempts.back().end_s;
@@ -185,7 +183,7 @@ Status RunLaunch(const LaunchArgs& args) {
         break;
       }
     }
-    const double detected = Now();
+    const double detected = SteadyNowSeconds();
     // Whatever ended the attempt, nothing of it may go on: the group, and every rank pid we know
     // (a stopped rank included), is killed.
     std::vector<long> pids;
@@ -254,7 +252,7 @@ Status RunLaunch(const LaunchArgs& args) {
   ::close(beat_fd);
 
   // Lost time and ETTR in `megascale ettr`'s terms: the wall time that did not end as kept training.
-  const double wall = Now() - t0;
+  const double wall = SteadyNowSeconds() - t0;
   const int steps = args.steps > 0 ? args.steps : plan.training().steps();
   const double step_s = final_run.is_object() ? final_run.value("step_time_s", 0.0) : 0.0;
   const double useful = completed ? steps * step_s : 0.0;

@@ -24,11 +24,13 @@ Status RunValidate(const ValidateArgs& args) {
     MS_RETURN_IF_ERROR(SearchLayouts(scenario).status());
   }
   std::string note;
+  // The scenario as written, with what its stack fills in (the switches it left unset), once.
+  MS_ASSIGN_OR_RETURN(Scenario raw, LoadScenario(args.scenario));
+  MS_ASSIGN_OR_RETURN(const std::vector<std::string> stack_set, ApplyStack(&raw));
   if (scenario.search().enabled()) {
     // The search may have put a candidate in place of the user's layout (and fewer GPUs, another
-    // micro-batch) to check the rest; what prints is the user's own, as written.
-    MS_ASSIGN_OR_RETURN(Scenario raw, LoadScenario(args.scenario));
-    MS_RETURN_IF_ERROR(ApplyStack(&raw).status());  // the stack's switches are the user's choice too
+    // micro-batch) to check the rest; what prints is the user's own, as written (the stack's
+    // switches are the user's choice too).
     *scenario.mutable_layout() = raw.layout();
     scenario.mutable_cluster()->set_num_gpus(raw.cluster().num_gpus());
     if (raw.training().has_micro_batch()) {
@@ -40,14 +42,11 @@ Status RunValidate(const ValidateArgs& args) {
     note = "# layout as written: search.enabled chooses the rest (megascale plan prints the choice)\n";
   }
   if (!scenario.stack().empty()) {
-    // What the stack set (the switches the scenario left unset), from the scenario as written.
-    MS_ASSIGN_OR_RETURN(Scenario written, LoadScenario(args.scenario));
-    MS_ASSIGN_OR_RETURN(const std::vector<std::string> set, ApplyStack(&written));
     for (const StackPreset& p : StackPresets()) {
       if (scenario.stack() == p.name) note += "# stack \"" + scenario.stack() + "\": " + p.what + "\n";
     }
-    note += set.empty() ? "#   it sets nothing here: the scenario sets every switch itself\n" : "#   it sets:\n";
-    for (const std::string& line : set) note += "#     " + line + "\n";
+    note += stack_set.empty() ? "#   it sets nothing here: the scenario sets every switch itself\n" : "#   it sets:\n";
+    for (const std::string& line : stack_set) note += "#     " + line + "\n";
   }
   std::string text;
   google::protobuf::TextFormat::PrintToString(scenario, &text);

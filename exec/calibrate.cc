@@ -3,19 +3,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 
+#include "base/steady_clock.h"
 #include "exec/run_spec.h"
 #include "exec/run_training.h"
 
 namespace megascale {
 namespace exec {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // The median of `reps` timings of f, after one untimed call; every rank starts together.
 template <typename F>
@@ -24,9 +20,9 @@ Result<double> MedianSeconds(Communicator* world, int reps, F&& f) {
   std::vector<double> t;
   MS_RETURN_IF_ERROR(world->Barrier());
   for (int i = 0; i < reps; ++i) {
-    const double t0 = Now();
+    const double t0 = SteadyNowSeconds();
     MS_RETURN_IF_ERROR(f());
-    t.push_back(Now() - t0);
+    t.push_back(SteadyNowSeconds() - t0);
   }
   std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
   return t[reps / 2];

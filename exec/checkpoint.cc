@@ -12,6 +12,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include "base/atomic_file.h"
+#include "base/steady_clock.h"
 #include "exec/checkpoint_file.h"
 #include "exec/parallel_groups.h"
 
@@ -21,14 +22,6 @@ namespace {
 
 constexpr uint32_t kVersion = 1;
 const char* const kManifest = "MANIFEST";
-
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-// The steady clock in ns (the CPU device's NowNs; the CUDA device's after a synchronize).
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // Creates the folder if missing; "" when it is there and writable, else why not.
 std::string MakeFolder(const std::string& path) {
@@ -292,9 +285,9 @@ Status Checkpointer::Load(const CompleteCheckpoint& c) {
 Status Checkpointer::AfterStep(int steps_done) {
   if (pending_ != nullptr) {
     // Asking whether every shard is durable is a collective: training waits for it too.
-    const double t0 = Now();
+    const double t0 = SteadyNowSeconds();
     const Status s = Complete(/*wait=*/false);
-    blocking_s_ += Now() - t0;
+    blocking_s_ += SteadyNowSeconds() - t0;
     MS_RETURN_IF_ERROR(s);
   }
   if (steps_done % options_.interval_steps != 0) return Status::Ok();
@@ -312,8 +305,8 @@ Status Checkpointer::CheckpointNow(int steps_done) {
 Status Checkpointer::Finish() { return pending_ != nullptr ? Complete(/*wait=*/true) : Status::Ok(); }
 
 Status Checkpointer::Capture(int step) {
-  const double t0 = Now();
-  const int64_t t0_ns = NowNs();
+  const double t0 = SteadyNowSeconds();
+  const int64_t t0_ns = SteadyNowNs();
   auto p = std::make_unique<Pending>();
   p->step = step;
   p->writes = optimizer_->OwnsDistinctState();
@@ -321,7 +314,7 @@ Status Checkpointer::Capture(int step) {
   if (!p->writes) {
     p->done = true;
     pending_ = std::move(p);
-    blocking_s_ += Now() - t0;
+    blocking_s_ += SteadyNowSeconds() - t0;
     return Status::Ok();
   }
   // Stage 1: the state in host memory (the CPU device's buffers are host memory already: a copy).
@@ -353,7 +346,7 @@ Status Checkpointer::Capture(int step) {
   // No collective here: stage 1 is this rank's copy alone. Each writer makes the folder (one of
   // them creates it); a failure surfaces when the ranks agree on the checkpoint.
   auto write = [raw, shard, path, folder, fail, tear] {
-    raw->write_start_ns = NowNs();
+    raw->write_start_ns = SteadyNowNs();
     if (const std::string why = MakeFolder(folder); !why.empty()) {
       raw->result = Status::IoError("cannot create checkpoint folder '" + folder + "': " + why);
       raw->done = true;
@@ -361,7 +354,7 @@ Status Checkpointer::Capture(int step) {
     }
     if (fail) {
       raw->result = Status::IoError("cannot write '" + path + "': injected fault (run.faults CHECKPOINT_WRITE_FAILS)");
-      raw->write_end_ns = NowNs();
+      raw->write_end_ns = SteadyNowNs();
       raw->done = true;
       return;
     }
@@ -372,16 +365,16 @@ Status Checkpointer::Capture(int step) {
     } else {
       raw->result = e.status();
     }
-    raw->write_end_ns = NowNs();
+    raw->write_end_ns = SteadyNowNs();
     raw->done = true;
   };
-  if (options_.host_work) options_.host_work("checkpoint copy", step - 1, COMPUTE, t0_ns, NowNs());
+  if (options_.host_work) options_.host_work("checkpoint copy", step - 1, COMPUTE, t0_ns, SteadyNowNs());
   if (options_.two_stage) {
     p->writer = std::thread(write);  // stage 2 beside training
   } else {
     write();
   }
-  blocking_s_ += Now() - t0;
+  blocking_s_ += SteadyNowSeconds() - t0;
   pending_ = std::move(p);
   return Status::Ok();
 }

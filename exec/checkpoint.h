@@ -21,14 +21,13 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/status.h"
-#include <functional>
-
 #include "exec/checkpoint.pb.h"
 #include "exec/communicator.h"
 #include "exec/distributed_optimizer.h"

@@ -1,7 +1,7 @@
 // The CPU device: host memory and the fp32 reference kernels, one call each.
 #include <algorithm>
-#include <chrono>
 
+#include "base/steady_clock.h"
 #include "exec/adamw.h"
 #include "exec/bias.h"
 #include "exec/cross_entropy.h"
@@ -91,11 +91,7 @@ class Cpu : public Device {
     return exec::CrossEntropyShardFinish(probs, logits, all, shards, N, V);
   }
   void Synchronize() override {}
-  int64_t NowNs() override {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  int64_t NowNs() override { return SteadyNowNs(); }
 };
 
 }  // namespace

@@ -8,25 +8,20 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/steady_clock.h"
 #include "traces/event_name.h"
 
 namespace megascale {
 namespace exec {
 namespace {
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-double Now() { return 1e-9 * static_cast<double>(NowNs()); }
-
-// "op 17 (TP_ALL_REDUCE bwd)", or "no op yet".
 std::string Seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g s", s);
   return buf;
 }
 
+// "op 17 (TP_ALL_REDUCE bwd)", or "no op yet".
 std::string Describe(int64_t op, int kind, int phase) {
   if (kind < 0) return op < 0 ? "no op yet" : "op " + std::to_string(op);
   std::string what = OpKind_Name(static_cast<OpKind>(kind));
@@ -73,7 +68,7 @@ int RankProgress::Watch(int64_t op_id, OpKind k, Phase p) {
     s.op.store(op_id, std::memory_order_relaxed);
     s.kind.store(k, std::memory_order_relaxed);
     s.phase.store(p, std::memory_order_relaxed);
-    s.since_ns.store(NowNs(), std::memory_order_release);  // the reader sees it whole from here
+    s.since_ns.store(SteadyNowNs(), std::memory_order_release);  // the reader sees it whole from here
     return i;
   }
   return -1;
@@ -85,7 +80,7 @@ void RankProgress::Unwatch(int slot) {
 
 std::optional<InFlight> RankProgress::Oldest() const {
   std::optional<InFlight> oldest;
-  const int64_t now = NowNs();
+  const int64_t now = SteadyNowNs();
   for (const Slot& s : slots_) {
     const int64_t since = s.since_ns.load(std::memory_order_acquire);
     if (since < 0) continue;
@@ -165,21 +160,18 @@ void Heartbeat::Send(const std::string& state, const InFlight* hung) {
   b.state = state;
   const int64_t origin = progress_->origin_ns.load(std::memory_order_relaxed);
   if (origin >= 0) {
-    b.trace_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now().time_since_epoch())
-                     .count() -
-                 origin;
+    b.trace_ns = SteadyNowNs() - origin;
   }
   const std::string text = FormatBeat(b);
   (void)::send(socket_, text.data(), text.size(), MSG_DONTWAIT);  // a lost beat is what beats are for
 }
 
 void Heartbeat::Run() {
-  double next_beat = 0, last_change = Now();
+  double next_beat = 0, last_change = SteadyNowSeconds();
   uint64_t last_ticks = progress_->ticks.load(std::memory_order_relaxed);
   int last_step = -2;
   while (!stop_) {
-    const double now = Now();
+    const double now = SteadyNowSeconds();
     // Every interval, and as each step begins (the driver then knows the step a rank died in).
     const int step = progress_->step.load(std::memory_order_relaxed);
     if (now >= next_beat || step != last_step) {

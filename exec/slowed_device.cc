@@ -5,17 +5,15 @@
 #include <cmath>
 #include <thread>
 
+#include "base/steady_clock.h"
+
 namespace megascale {
 namespace exec {
 namespace {
 
 class SteadyClock : public SlowdownClock {
  public:
-  int64_t NowNs() override {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  int64_t NowNs() override { return SteadyNowNs(); }
   void SleepNs(int64_t ns) override { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
 };
 

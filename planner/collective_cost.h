@@ -1,6 +1,8 @@
-// NCCL's DP collectives as closed forms, in one place. The planner's cost model prices DP ops with
+// NCCL's collectives as closed forms, in one place. The planner's cost model prices DP ops with
 // these functions, and the simulator builds its flows from the same shapes (sim/rendezvous.h), so
-// an uncontended simulated collective ends when the closed form says (plan.proto's semantics).
+// an uncontended simulated collective ends when the closed form says (plan.proto's semantics);
+// TP collectives inside a node are priced here too (NcclNodeRingTime; a measured device's with the
+// ring).
 // `link` is the hop as NCCL sees it (CostModel::Effective: bandwidth x network efficiency, latency
 // + per-step latency); `bytes` the full buffer on each member.
 //

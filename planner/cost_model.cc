@@ -152,9 +152,8 @@ double CostModel::TpRingTime(OpKind kind, int tp, double bytes) const {
   if (tp <= 1) return 0;
   const double bus = nvlink_bytes_per_s_ * constants_.nvlink_efficiency;
   if (constants_.nccl_protocols) return NcclNodeRingTime(kind, tp, bytes, bus).time_s;
-  // A measured device's collectives: t - 1 steps, each moving 1/t of the buffer, at its link.
-  const double one_pass = (tp - 1) * nvlink_latency_s_ + (tp - 1.0) / tp * bytes / bus;
-  return kind == TP_ALL_REDUCE ? 2 * one_pass : one_pass;
+  // A measured device's collectives: the plain ring at its link.
+  return RingCollectiveTime(kind, tp, bytes, LinkFigures{bus, nvlink_latency_s_});
 }
 
 LinkFigures CostModel::Effective(const LinkFigures& link) const {

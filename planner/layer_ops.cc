@@ -95,31 +95,31 @@ double DeviceTime(const LayerContext& ctx, const Step& st) {
 
 // The host launches the steps' kernels one after another (launch_s each) while the GPU runs them,
 // ahead of it as long as the kernels are longer than their launches. When the whole sequence's
-// launches take longer than its kernels, the GPU waits for the host: the sequence takes the
-// launches' time. Returns that over the GPU's time (>= 1), which stretches every step: the
-// host-bound floor of narrow shapes (CostModel::LaunchFloor). A layer's pass is the sequence, as
-// the host can run ahead across its ops but every pass ends in a dependency (a PP transfer, a
-// collective) that the next one waits for.
-double HostBoundStretch(const LayerContext& ctx, const std::vector<Step>& steps) {
+// launches take longer than its kernels (`device`: the steps' GPU times), the GPU waits for the
+// host: the sequence takes the launches' time. Returns that over the GPU's time (>= 1), which
+// stretches every step: the host-bound floor of narrow shapes (CostModel::LaunchFloor). A layer's
+// pass is the sequence, as the host can run ahead across its ops but every pass ends in a
+// dependency (a PP transfer, a collective) that the next one waits for.
+double HostBoundStretch(const LayerContext& ctx, const std::vector<Step>& steps, const std::vector<double>& device) {
   if (ctx.shape.launch_s <= 0) return 1;
-  double device = 0, host = 0;
-  for (const Step& st : steps) {
-    device += DeviceTime(ctx, st);
-    host += CostModel::LaunchFloor(st.kind, st.phase, ctx.shape);
+  double gpu = 0, host = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    gpu += device[i];
+    host += CostModel::LaunchFloor(steps[i].kind, steps[i].phase, ctx.shape);
   }
-  return device > 0 && host > device ? host / device : 1;
+  return gpu > 0 && host > gpu ? host / gpu : 1;
 }
 
-Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double stretch) {
+// The step as an op lasting `duration_s`.
+Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double duration_s) {
   Op op;
   if (IsTpCollective(st.kind)) {
-    const double bytes = TpActivationBytes(ctx.shape);
-    op = MakeOp(st.kind, TP_COMM, st.phase, CLOSED_FORM, stretch * DeviceTime(ctx, st));
-    op.set_comm_bytes(bytes);
+    op = MakeOp(st.kind, TP_COMM, st.phase, CLOSED_FORM, duration_s);
+    op.set_comm_bytes(TpActivationBytes(ctx.shape));
     op.set_group(TP_GROUP);
   } else {
     const OpCost c = ComputeOpCost(st.kind, st.phase, ctx.shape);
-    op = MakeOp(st.kind, COMPUTE, st.phase, CLOSED_FORM, stretch * DeviceTime(ctx, st));
+    op = MakeOp(st.kind, COMPUTE, st.phase, CLOSED_FORM, duration_s);
     op.set_flops(c.flops);
     op.set_mem_bytes(c.bytes);
   }
@@ -133,7 +133,10 @@ Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double
 // GEMM that consumes it, the RS after the GEMM that produces it).
 void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step>& steps,
                const OpPlace& place) {
-  const double stretch = HostBoundStretch(ctx, steps);
+  std::vector<double> duration(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) duration[i] = DeviceTime(ctx, steps[i]);
+  const double stretch = HostBoundStretch(ctx, steps, duration);
+  for (double& d : duration) d *= stretch;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& st = steps[i];
     if (ctx.overlap_tp && i + 1 < steps.size()) {
@@ -141,12 +144,12 @@ void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step
       const bool ag_then_gemm = st.kind == TP_ALL_GATHER && IsGemm(next.kind);
       const bool gemm_then_rs = IsGemm(st.kind) && next.kind == TP_REDUCE_SCATTER;
       if (ag_then_gemm || gemm_then_rs) {
-        w.ChainSideBySide(BuildOp(ctx, st, place, stretch), BuildOp(ctx, next, place, stretch));
+        w.ChainSideBySide(BuildOp(ctx, st, place, duration[i]), BuildOp(ctx, next, place, duration[i + 1]));
         ++i;
         continue;
       }
     }
-    w.Chain(BuildOp(ctx, st, place, stretch));
+    w.Chain(BuildOp(ctx, st, place, duration[i]));
   }
 }
 

@@ -8,6 +8,14 @@ namespace {
 // The host's time to issue one kernel in eager PyTorch (Megatron-LM and Megatron-DeepSpeed).
 constexpr double kEagerLaunchUs = 59.5;
 
+// A value as a scenario spells it.
+std::string Text(bool v) { return v ? "true" : "false"; }
+std::string Text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 }  // namespace
 
 const std::vector<StackPreset>& StackPresets() {
@@ -45,10 +53,10 @@ Result<std::vector<std::string>> ApplyStack(Scenario* s) {
     known += std::string(known.empty() ? "" : ", ") + "\"" + candidate.name + "\"";
   }
   if (p == nullptr) return Status::BadField("stack", "\"" + s->stack() + "\"", "must be one of " + known);
-  auto fill = [&set](bool has, auto setter, bool value, const std::string& field) {
+  auto fill = [&set](bool has, auto setter, auto value, const std::string& field) {
     if (has) return;
     setter(value);
-    set.push_back(field + ": " + (value ? "true" : "false"));
+    set.push_back(field + ": " + Text(value));
   };
   LayoutSpec* l = s->mutable_layout();
   KernelSpec* k = l->mutable_kernels();
@@ -62,12 +70,7 @@ Result<std::vector<std::string>> ApplyStack(Scenario* s) {
   fill(o->has_tp(), [o](bool v) { o->set_tp(v); }, p->overlap_tp, "layout.overlap.tp");
   fill(l->has_sequence_parallel(), [l](bool v) { l->set_sequence_parallel(v); }, p->sequence_parallel,
        "layout.sequence_parallel");
-  if (!k->has_launch_us()) {
-    k->set_launch_us(p->launch_us);
-    char value[32];
-    std::snprintf(value, sizeof value, "%g", p->launch_us);
-    set.push_back(std::string("layout.kernels.launch_us: ") + value);
-  }
+  fill(k->has_launch_us(), [k](double v) { k->set_launch_us(v); }, p->launch_us, "layout.kernels.launch_us");
   TrainingSpec* t = s->mutable_training();
   fill(t->has_data_pipeline_overlap(), [t](bool v) { t->set_data_pipeline_overlap(v); }, p->data_pipeline_overlap,
        "training.data_pipeline_overlap");

@@ -3,11 +3,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <vector>
 
+#include "base/steady_clock.h"
 #include "exec/cuda/cuda_status.h"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/linear_gemm.h"
@@ -343,8 +343,7 @@ void CudaDevice::Synchronize() {
 
 int64_t CudaDevice::NowNs() {
   Synchronize();  // the clock then reads after every enqueued kernel has finished
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return SteadyNowNs();
 }
 
 }  // namespace exec
