@@ -8,7 +8,10 @@ namespace {
 // DISABLED_FitCalibration on that GPU type's rows of calibration.csv, starting from the previous
 // values (A100: 19 rows, H100: 9 rows; docs/calibration.md has the procedure and the residuals).
 // network_efficiency sits at the fit's bound, 0.95 (NCCL's bus bandwidth over InfiniBand stays
-// under the line rate). The rest are physical figures with their sources beside them.
+// under the line rate). Two exceptions, both in docs/calibration.md: A100's step_overhead_s stays at
+// 15 ms where its 2026-11-26 refit said 25 ms (a fixed per-step cost is under 1% of those rows'
+// steps; vTrain's short steps pin it), and H100 keeps its values from before that refit. The rest
+// are physical figures with their sources beside them.
 const std::vector<GpuCalibration>& Table() {
   static const std::vector<GpuCalibration> kTable = {
       {
