@@ -1,21 +1,35 @@
-// Memory per GPU, first cut: weights, gradients and optimizer states per ZeRO stage, and
-// activations per recompute mode times the micro-batches a stage holds at once.
+// Memory per GPU at the step's peak: what the framework's allocator has handed out
+// (torch.cuda.max_memory_allocated), checked against published measured peaks
+// (tests/planner/memory_reference_test.cc, docs/memory.md).
 //
-//  * weights bf16 (2 B/param, / dp with ZeRO 3 plus two gathered layers), gradients bf16
-//    (2 B/param, / dp with ZeRO >= 2), optimizer fp32 master + m + v (12 B/param, / dp with
-//    ZeRO >= 1): ZeRO's accounting (Rajbhandari et al. 2020).
-//  * activations per layer and micro-batch (Korthikanti et al. 2022) with a FlashAttention-class
-//    kernel, so no s x s scores are stored: 34 s b h bytes, / t with SP; without SP
-//    s b h (10 + 24 / t); FULL recompute keeps only the layer input, 2 s b h (/ t with SP).
-//    SELECTIVE saves nothing beyond FlashAttention's own recompute. Unfused attention
-//    (layout.kernels.flash_attention false) also keeps 5 a s s_eff b / t bytes of scores.
-//  * the last stage adds its fp32 logits (s b V / t x 4 bytes) for one micro-batch.
+//  * weights bf16 (2 B/param; / dp with ZeRO 3, plus two of a layer's largest weight matrices
+//    gathered: DeepSpeed's per-module gather and prefetch); gradients in an fp32
+//    buffer (4 B/param, layout.fp32_grads: Megatron-LM's main_grad) or 16-bit (2 B/param plus the
+//    fp32 copy the optimizer updates from, 4 B/param of its ZeRO shard), / dp with ZeRO >= 2;
+//    optimizer fp32 master + m + v (12 B/param, / dp with ZeRO >= 1): ZeRO's accounting
+//    (Rajbhandari et al. 2020) with Megatron-LM's gradient buffers (its docs: 18 B/param for bf16
+//    with fp32 gradients, 20 for fp16 gradients, 6 + 12 / dp with the distributed optimizer).
+//  * activations a layer keeps per micro-batch (Korthikanti et al. 2022, section 4.1, for a gated
+//    MLP, grouped K/V heads, the parallel block and models without dropout, whose masks are not
+//    kept: LayerActivationBytes), times the layers of a
+//    stage's chunks and the (chunk, micro-batch) units its schedule holds at once; FULL
+//    recompute keeps only each layer's input (/ t with SP); SELECTIVE drops the unfused
+//    attention's s x s scores (FlashAttention never stores them).
+//  * the working set at the peak (transient_bytes): the layer being recomputed in its backward
+//    (FULL recompute: its whole activations) or re-scored (SELECTIVE without FlashAttention), and
+//    on the last stage the LM head's logits for one micro-batch: bf16 from the GEMM beside the
+//    fp32 softmax the loss keeps, 6 s b V / t bytes.
+// Not counted: the CUDA context, NCCL's buffers, the allocator's fragmentation (reserved minus
+// allocated): the fit rule leaves search.memory_fraction's headroom for them (MemoryLimitBytes).
 // Pure functions; thread-safe.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "planner/model.pb.h"
+#include "planner/scenario.pb.h"
 #include "planner/schedule.h"
 
 namespace megascale {
@@ -25,18 +39,44 @@ struct MemoryEstimate {
   double grads_bytes = 0;
   double optimizer_bytes = 0;
   double activation_bytes = 0;
-  double total() const { return weights_bytes + grads_bytes + optimizer_bytes + activation_bytes; }
+  double transient_bytes = 0;
+  double total() const {
+    return weights_bytes + grads_bytes + optimizer_bytes + activation_bytes + transient_bytes;
+  }
 };
 
 // Parameters one GPU holds for virtual stage g of V = pp x vp: its layers' TP shard, plus the
-// embedding on the first (g = 0) and the tied LM head's copy on the last (g = V - 1).
+// word embedding on the first (g = 0), the final LayerNorm and the LM head on the last (g = V - 1):
+// a tied head is a copy of the embedding there unless both are on one GPU (V = 1).
 double ChunkParamsPerGpu(const ModelSpec& model, int tp, int virtual_stage, int virtual_stages);
 
 // The most (chunk, micro-batch) forwards a schedule has run whose backward has not yet run.
 int MaxInFlightUnits(const std::vector<ScheduleUnit>& units);
 
+// Bytes one layer keeps for its backward per micro-batch with nothing recomputed, on one GPU of a
+// TP group; `scores`: with the unfused attention's softmax output, dropout mask and output.
+double LayerActivationBytes(const ModelSpec& model, const LayoutSpec& layout, int micro_batch, bool scores);
+
 // Memory of one GPU of `stage`. REQUIRES: a resolved model and layout.
 MemoryEstimate StageMemory(const ModelSpec& model, const LayoutSpec& layout, int micro_batch,
                            int stage, int max_in_flight_units);
+
+// The most any GPU of the layout takes: StageMemory of every stage at its schedule's in-flight
+// units (StageSchedule with `microbatches` per replica).
+double MostStageMemoryBytes(const ModelSpec& model, const LayoutSpec& layout, int micro_batch, int microbatches);
+
+// The memory a layout may take per GPU: cluster.hbm_gb x search.memory_fraction, bytes. The rest
+// is the CUDA context's, NCCL's and the allocator's.
+double MemoryLimitBytes(const Scenario& resolved);
+
+// The rule `plan`, `simulate` and `search` share: OK when `bytes` (the most any GPU takes) fits
+// MemoryLimitBytes; else BadField on layout naming the figures and what to change.
+Status CheckMemoryFits(const Scenario& resolved, double bytes);
+
+// "72.0 GB": bytes in decimal gigabytes, one decimal, as memory figures are printed.
+std::string GbText(double bytes);
+
+// "memory per GPU: must fit cluster.hbm_gb x search.memory_fraction (72.0 GB)".
+std::string MemoryRule(const Scenario& resolved);
 
 }  // namespace megascale

@@ -17,7 +17,7 @@ double LayerForwardFlopsPerToken(const ModelSpec& m) {
   const double qkv = 2.0 * h * (h + 2.0 * kv * head_dim);
   const double attention = 2.0 * 2.0 * s_eff * h;
   const double proj = 2.0 * h * h;
-  const double mlp = 2.0 * 2.0 * h * ffn;
+  const double mlp = 2.0 * (m.gated_mlp() ? 3.0 : 2.0) * h * ffn;
   return qkv + attention + proj + mlp;
 }
 

@@ -8,6 +8,7 @@ namespace {
 struct Dims {
   double tokens;    // b x s of the micro-batch
   double h, ffn, v, s_eff;
+  double up;        // the up GEMM's output width: ffn, or 2 x ffn (gate and value) when gated
   double qkv_out;   // h + 2 x kv_heads x head_dim
   double kv_width;  // kv_heads x head_dim
   double t;         // TP size
@@ -20,6 +21,7 @@ Dims DimsOf(const OpShape& shape) {
   d.tokens = static_cast<double>(shape.micro_batch) * m.seq_len();
   d.h = m.hidden();
   d.ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * m.hidden();
+  d.up = m.gated_mlp() ? 2.0 * d.ffn : d.ffn;
   d.v = m.vocab();
   d.s_eff = m.sliding_window() > 0 ? std::min(m.sliding_window(), m.seq_len()) : m.seq_len();
   const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
@@ -42,7 +44,7 @@ OpCost ForwardCost(OpKind kind, const Dims& d) {
   switch (kind) {
     case QKV_GEMM: return Gemm(d.tokens, d.h, d.qkv_out / d.t);
     case ATTN_PROJ_GEMM: return Gemm(d.tokens, d.h / d.t, d.h);
-    case FFN_UP_GEMM: return Gemm(d.tokens, d.h, d.ffn / d.t);
+    case FFN_UP_GEMM: return Gemm(d.tokens, d.h, d.up / d.t);
     case FFN_DOWN_GEMM: return Gemm(d.tokens, d.ffn / d.t, d.h);
     case LM_HEAD: return Gemm(d.tokens, d.h, d.v / d.t);
     case ATTENTION:
@@ -52,7 +54,8 @@ OpCost ForwardCost(OpKind kind, const Dims& d) {
               a * d.tokens * (2.0 * d.h + 2.0 * d.kv_width) / d.t};
     case LAYERNORM: return {0, 2.0 * a * d.sp_tokens * d.h};       // read x, write y
     case RESIDUAL_ADD: return {0, 3.0 * a * d.sp_tokens * d.h};    // read two, write one
-    case GELU: return {0, 2.0 * a * d.tokens * d.ffn / d.t};
+    // GeLU reads x and writes y; a gated MLP's SiLU-and-multiply reads gate and value, writes one.
+    case GELU: return {0, a * d.tokens * (d.up + d.ffn) / d.t};
     case EMBEDDING: return {0, 2.0 * a * d.tokens * d.h};          // gather rows, write
     case CROSS_ENTROPY:
       // Read bf16 logits, write fp32 softmax (kept for the backward).
@@ -134,7 +137,7 @@ std::vector<GemmDims> OpGemms(OpKind kind, Phase phase, const OpShape& shape) {
   switch (kind) {
     case QKV_GEMM: f = {d.tokens, d.qkv_out / d.t, d.h}; break;
     case ATTN_PROJ_GEMM: f = {d.tokens, d.h, d.h / d.t}; break;
-    case FFN_UP_GEMM: f = {d.tokens, d.ffn / d.t, d.h}; break;
+    case FFN_UP_GEMM: f = {d.tokens, d.up / d.t, d.h}; break;
     case FFN_DOWN_GEMM: f = {d.tokens, d.h, d.ffn / d.t}; break;
     case LM_HEAD: f = {d.tokens, d.v / d.t, d.h}; break;
     default: return {};
@@ -174,12 +177,22 @@ double LayerParams(const ModelSpec& m) {
   const double ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * h;
   const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
   const double qkv_out = h + 2.0 * kv * (h / m.heads());
-  // Weights and biases of QKV, projection, FFN up and down; two LayerNorms (gain, bias).
-  return h * qkv_out + qkv_out + h * h + h + 2.0 * h * ffn + ffn + h + 4.0 * h;
+  const double up = m.gated_mlp() ? 2.0 * ffn : ffn;
+  // Weights and biases of QKV, projection, FFN up (gate and value when gated) and down; two
+  // LayerNorms (gain, bias).
+  return h * qkv_out + qkv_out + h * h + h + h * up + up + h * ffn + h + 4.0 * h;
+}
+
+double WordEmbeddingParams(const ModelSpec& m) {
+  return static_cast<double>(m.vocab()) * m.hidden();
 }
 
 double EmbeddingParams(const ModelSpec& m) {
-  return static_cast<double>(m.vocab()) * m.hidden() + 2.0 * m.hidden();
+  return WordEmbeddingParams(m) + 2.0 * m.hidden();
+}
+
+double ModelParams(const ModelSpec& m) {
+  return m.layers() * LayerParams(m) + EmbeddingParams(m) + (m.tied_embeddings() ? 0 : WordEmbeddingParams(m));
 }
 
 OpCost OptimizerCost(double params) {

@@ -91,9 +91,13 @@ double PpActivationBytes(const OpShape& shape);
 
 // Parameters of one transformer layer (whole layer, all TP shards).
 double LayerParams(const ModelSpec& model);
+// Parameters of the word embedding matrix (vocab x hidden); an untied LM head has as many.
+double WordEmbeddingParams(const ModelSpec& model);
 // Parameters of the word embedding (also the tied LM head's copy on the last stage) plus the
 // final LayerNorm.
 double EmbeddingParams(const ModelSpec& model);
+// Parameters of the whole model, once each: layers, embedding, final LayerNorm, an untied head.
+double ModelParams(const ModelSpec& model);
 
 // The optimizer's update of `params` local parameters (Adam or LAMB: read grad, master, m, v;
 // write master, m, v and the bf16 weight).

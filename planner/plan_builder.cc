@@ -5,6 +5,7 @@
 
 #include "planner/cost_model.h"
 #include "planner/layout.h"
+#include "planner/memory.h"
 #include "planner/metrics.h"
 #include "planner/plan_with_constants.h"
 #include "planner/predictor.h"
@@ -96,6 +97,9 @@ Result<Plan> BuildPlanWith(const Scenario& resolved, const CostConstants& consta
   const int64_t microbatches =
       training.global_batch() / (static_cast<int64_t>(training.micro_batch()) * layout.dp());
   plan.set_microbatches(static_cast<int>(microbatches));
+  // The layout must fit before it is priced: the rule search applies to every candidate.
+  MS_RETURN_IF_ERROR(CheckMemoryFits(
+      resolved, MostStageMemoryBytes(model, layout, training.micro_batch(), plan.microbatches())));
   plan.set_model_flops_per_step(ModelFlopsPerStep(model, training.global_batch()));
   plan.set_hardware_flops_per_step(
       HardwareFlopsPerStep(model, training.global_batch(), layout.recompute()));

@@ -194,17 +194,12 @@ Result<Prediction> PredictPlan(const Plan& plan) {
   p.set_tflops_per_gpu(TflopsPerGpu(plan.model_flops_per_step(), plan.world_size(), step));
 
   StageBreakdown critical;
-  double memory = 0;
-  const LayoutSpec& layout = plan.layout();
   for (int s = 0; s < plan.stages_size(); ++s) {
     const StageBreakdown b = AttributeStage(plan.stages(s), timing[s], step);
     if (s == 0 || b.compute_s > critical.compute_s) critical = b;
-    const auto units = StageSchedule(s, layout.pp(), std::max(1, layout.virtual_stages()),
-                                     plan.microbatches());
-    memory = std::max(memory, StageMemory(plan.model(), layout, plan.training().micro_batch(), s,
-                                          MaxInFlightUnits(units))
-                                  .total());
   }
+  const double memory =
+      MostStageMemoryBytes(plan.model(), plan.layout(), plan.training().micro_batch(), plan.microbatches());
   p.set_compute_s(critical.compute_s);
   p.set_exposed_comm_s(critical.exposed_comm_s);
   p.set_bubble_s(critical.bubble_s);

@@ -14,17 +14,8 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::string Gb(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f GB", bytes / 1e9);
-  return buf;
-}
 
 }  // namespace
-
-double MemoryLimitBytes(const Scenario& s) {
-  return s.cluster().hbm_gb() * 1e9 * s.search().memory_fraction();
-}
 
 std::string CandidateLine(const Candidate& c) {
   const LayoutSpec& l = c.layout;
@@ -58,8 +49,7 @@ Result<SearchResult> SearchLayouts(const Scenario& resolved, const SearchOptions
   }
   StepEstimator estimator(resolved, *cluster, r.num_gpus, r.global_batch);
   const double limit = MemoryLimitBytes(resolved);
-  const std::string memory_rule = "memory per GPU: must fit cluster.hbm_gb x search.memory_fraction (" +
-                                  Gb(limit) + ")";
+  const std::string memory_rule = MemoryRule(resolved);
   std::vector<RankedLayout> fits;
   const SearchAxes axes = AxesOf(resolved);
   EnumerateCandidates(resolved, axes, r.num_gpus, r.global_batch, &r.rejected,
@@ -89,8 +79,8 @@ Result<SearchResult> SearchLayouts(const Scenario& resolved, const SearchOptions
                       " candidates rejected (" + r.rejected.Describe() + ")";
     if (r.closest_miss) {
       msg += "; closest miss: " + CandidateLine(r.closest_miss->candidate) + " needs " +
-             Gb(r.closest_miss->estimate.memory_per_gpu_gb * 1e9) + " per GPU, " +
-             Gb(r.closest_miss_gb * 1e9) + " over the limit";
+             GbText(r.closest_miss->estimate.memory_per_gpu_gb * 1e9) + " per GPU, " +
+             GbText(r.closest_miss_gb * 1e9) + " over the limit";
     }
     return Status::InvalidInput(msg);
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "planner/memory.h"
 #include "planner/plan.pb.h"
 #include "planner/scenario.pb.h"
 #include "planner/search_estimate.h"
@@ -62,7 +63,5 @@ Result<SearchResult> SearchLayouts(const Scenario& resolved, const SearchOptions
 // "TP 8 x PP 8 (6 virtual) x DP 192, SP, ZeRO-1, micro-batch 1, no recompute"
 std::string CandidateLine(const Candidate& c);
 
-// The memory limit a candidate must fit: cluster.hbm_gb x search.memory_fraction, bytes.
-double MemoryLimitBytes(const Scenario& resolved);
 
 }  // namespace megascale

@@ -19,7 +19,8 @@ std::string Text(double v) {
 }  // namespace
 
 const std::vector<StackPreset>& StackPresets() {
-  // name, what, flash, fused, overlap dp / pp / tp, sequence parallel, data pipeline overlap, launch_us.
+  // name, what, flash, fused, overlap dp / pp / tp, sequence parallel, data pipeline overlap, launch_us,
+  // fp32 gradients.
   // The data pipeline: Megatron-LM 2021 and Megatron-DeepSpeed read batches through PyTorch
   // DataLoader worker processes (Megatron's --num-workers, 2 by default) that prefetch the next
   // batches while the step runs; MegaScale's baseline is the one its section 3.4 measured a
@@ -28,17 +29,20 @@ const std::vector<StackPreset>& StackPresets() {
   // (bench/fit_reference.py; docs/calibration.md); MegaScale's published runs have per-GPU ops far
   // longer than any launch, and `megascale run` launches from C++ (its device calibration's
   // kernel_overhead_s prices a call), so 0 there.
+  // fp32 gradients: Megatron-LM accumulates into an fp32 main_grad buffer (MegaScale is built on
+  // it); DeepSpeed's fp16 ZeRO optimizer, which the MT-NLG run's Megatron-DeepSpeed used, keeps
+  // the gradients in fp16 until it reduces and copies them into its fp32 partition.
   static const std::vector<StackPreset> presets = {
       {"megascale", "MegaScale (NSDI '24): every optimization of its sections 3.2-3.4", true, true, true, true,
-       true, true, true, 0},
+       true, true, true, 0, true},
       {"megatron-lm", "Megatron-LM as MegaScale's baseline ran it (2023): sequence parallelism, nothing overlapped, "
                       "unfused attention and element-wise kernels",
-       false, false, false, false, false, true, false, kEagerLaunchUs},
+       false, false, false, false, false, true, false, kEagerLaunchUs, true},
       {"megatron-lm-2021", "Megatron-LM of Narayanan et al. (SC '21): fused element-wise kernels, no sequence "
                            "parallelism, nothing overlapped",
-       false, true, false, false, false, false, true, kEagerLaunchUs},
+       false, true, false, false, false, false, true, kEagerLaunchUs, true},
       {"megatron-deepspeed", "Megatron-DeepSpeed of the MT-NLG 530B run (Smith et al. 2022): as Megatron-LM 2021",
-       false, true, false, false, false, false, true, kEagerLaunchUs},
+       false, true, false, false, false, false, true, kEagerLaunchUs, false},
   };
   return presets;
 }
@@ -71,6 +75,7 @@ Result<std::vector<std::string>> ApplyStack(Scenario* s) {
   fill(l->has_sequence_parallel(), [l](bool v) { l->set_sequence_parallel(v); }, p->sequence_parallel,
        "layout.sequence_parallel");
   fill(k->has_launch_us(), [k](double v) { k->set_launch_us(v); }, p->launch_us, "layout.kernels.launch_us");
+  fill(l->has_fp32_grads(), [l](bool v) { l->set_fp32_grads(v); }, p->fp32_grads, "layout.fp32_grads");
   TrainingSpec* t = s->mutable_training();
   fill(t->has_data_pipeline_overlap(), [t](bool v) { t->set_data_pipeline_overlap(v); }, p->data_pipeline_overlap,
        "training.data_pipeline_overlap");

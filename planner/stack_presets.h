@@ -1,6 +1,6 @@
 // Software stacks as data (issue 18): what differs between the stacks that published runs used
 // (fused kernels, which communication overlaps compute, sequence parallelism, the data pipeline,
-// the host's time to launch a kernel)
+// the host's time to launch a kernel, the gradients' type)
 // is one named preset, so a scenario says "megatron-lm" instead of restating six switches. A preset
 // fills only what the scenario leaves unset: a scenario that sets a switch keeps its own (the
 // MegaScale ablation ladder starts from "megatron-lm" and turns one optimization on per step).
@@ -21,6 +21,7 @@ struct StackPreset {
   bool overlap_dp, overlap_pp, overlap_tp;
   bool sequence_parallel, data_pipeline_overlap;
   double launch_us;  // layout.kernels.launch_us: the host's time to issue one kernel
+  bool fp32_grads;   // layout.fp32_grads: gradients in an fp32 buffer (Megatron) or 16-bit (DeepSpeed)
 };
 
 const std::vector<StackPreset>& StackPresets();

@@ -74,18 +74,19 @@ class StageBuilder {
                              v_total_);
   }
   // The tied word embedding has a copy on the first and on the last stage (stage_program.h).
-  bool TiedAcrossStages() const { return in_.pp > 1; }
-  double WordEmbeddingParams() const {
-    const ModelSpec& m = in_.layer.shape.model;
-    return static_cast<double>(m.vocab()) * m.hidden();
-  }
+  bool TiedAcrossStages() const { return in_.pp > 1 && in_.layer.shape.model.tied_embeddings(); }
+  double WordEmbeddingParams() const { return megascale::WordEmbeddingParams(in_.layer.shape.model); }
   // Parameters of one layer's DP bucket on this GPU: its TP shard, plus the word embedding with
-  // the model's first layer unless it is tied across stages, and the final LayerNorm with its last.
+  // the model's first layer unless it is tied across stages, and the final LayerNorm (and an
+  // untied LM head) with its last.
   double LayerBucketParams(int layer) const {
     const ModelSpec& m = in_.layer.shape.model;
     double params = LayerParams(m);
     if (layer == 0 && !TiedAcrossStages()) params += WordEmbeddingParams();
-    if (layer == in_.layers - 1) params += EmbeddingParams(m) - WordEmbeddingParams();
+    if (layer == in_.layers - 1) {
+      params += EmbeddingParams(m) - WordEmbeddingParams();
+      if (!m.tied_embeddings()) params += WordEmbeddingParams();
+    }
     return params / in_.layer.shape.tp;
   }
   double ChunkBucketParams(int chunk) const {

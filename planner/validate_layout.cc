@@ -43,6 +43,7 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   l->set_schedule(l->schedule());
   l->set_recompute(l->recompute());
   l->set_rank_order(l->rank_order());
+  l->set_fp32_grads(l->fp32_grads());
   OverlapSpec* o = l->mutable_overlap();
   o->set_dp(o->dp());
   o->set_pp(o->pp());

@@ -45,6 +45,9 @@ Status ResolveModel(ModelSpec* m) {
                  "must be between 0 (full attention) and model.seq_len (" + Num(m->seq_len()) + ")");
   m->set_parallel_block(m->parallel_block());
   m->set_sliding_window(m->sliding_window());
+  m->set_gated_mlp(m->gated_mlp());
+  m->set_tied_embeddings(m->tied_embeddings());
+  m->set_dropout(m->dropout());
   return Status::Ok();
 }
 

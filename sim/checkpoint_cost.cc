@@ -30,7 +30,7 @@ CheckpointCosts CheckpointCostsOf(const Scenario& s) {
       optimizer_gpu = m.optimizer_bytes;
     }
   }
-  const double params = s.model().layers() * LayerParams(s.model()) + EmbeddingParams(s.model());
+  const double params = ModelParams(s.model());
   const int nodes = c.num_gpus() / c.gpus_per_node();
   const double node_bw = ck.node_storage_gbytes_per_s() * kGiga;
   const double total_bw = ck.storage_total_gbytes_per_s() * kGiga;

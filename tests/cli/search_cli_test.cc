@@ -36,6 +36,37 @@ TEST(SearchCli, ValidateRefusesWhatPlanRefuses) {
   std::remove(path.c_str());
 }
 
+// A layout of the user's own that does not fit its GPUs is refused by plan, simulate and validate
+// with the search's rule and the figures, and no output file is written.
+TEST(SearchCli, PlanRefusesALayoutOverMemoryWithTheRule) {
+  const std::string path = WriteTemp("plan_over_memory.textproto", R"(
+name: "over-memory"
+cluster { gpu: "A100" num_gpus: 16 }
+model { preset: "gpt-175b" }
+training { global_batch: 16 }
+layout { tp: 8 pp: 2 dp: 1 }
+)");
+  for (const char* command : {"plan ", "simulate ", "validate "}) {
+    auto r = RunCli(command + path);
+    EXPECT_EQ(r.exit_code, 2) << command << r.err;
+    EXPECT_NE(r.err.find("layout = "), std::string::npos) << command << r.err;
+    EXPECT_NE(r.err.find(" GB per GPU: memory per GPU: must fit cluster.hbm_gb x search.memory_fraction (76.0 GB)"),
+              std::string::npos)
+        << command << r.err;
+  }
+  // The same layout on GPUs with room enough plans.
+  const std::string roomy = WriteTemp("plan_roomy.textproto", R"(
+name: "roomy"
+cluster { gpu: "A100" num_gpus: 16 hbm_gb: 2000 }
+model { preset: "gpt-175b" }
+training { global_batch: 16 }
+layout { tp: 8 pp: 2 dp: 1 }
+)");
+  EXPECT_EQ(RunCli("plan " + roomy).exit_code, 0);
+  std::remove(path.c_str());
+  std::remove(roomy.c_str());
+}
+
 // validate prints the user's own layout, never the candidate the search put in its place to check
 // the rest: TP 3 does not divide 64 GPUs, and the search chooses anyway.
 TEST(SearchCli, ValidatePrintsTheUsersOwnLayout) {
@@ -67,7 +98,7 @@ TEST(SearchCli, PlanPrintsTopKWithTheFieldsOfAPlan) {
     }
     const json& layout = l["layout"];
     EXPECT_EQ(layout["tp"].get<int>() * layout["pp"].get<int>() * layout["dp"].get<int>(), 64);
-    EXPECT_LE(l["memory_per_gpu_gb"].get<double>(), 80 * 0.9);
+    EXPECT_LE(l["memory_per_gpu_gb"].get<double>(), 80 * 0.95);
     EXPECT_GE(l["iteration_time_s"].get<double>(), previous);
     previous = l["iteration_time_s"].get<double>();
   }

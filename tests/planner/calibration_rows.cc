@@ -86,6 +86,8 @@ LayoutSpec StackLayout(const CsvRow& r, const Stack& st) {
   // Narayanan's TFLOP/s use eq. 3, which counts recompute: their runs recomputed.
   l.set_recompute(st.megatron_2021 || Has(rc, "full") ? RECOMPUTE_FULL : RECOMPUTE_NONE);
   l.set_zero_stage(st.zero3 ? 3 : (st.megatron_2021 ? 0 : 1));
+  // DeepSpeed's ZeRO keeps 16-bit gradients; Megatron-LM an fp32 buffer.
+  l.set_fp32_grads(!st.zero3);
   l.set_rank_order(TP_DP_PP);
   l.mutable_overlap()->set_dp(!st.megatron_2021 || st.zero3);
   l.mutable_overlap()->set_pp(false);

@@ -79,7 +79,7 @@ TEST(Search, ModelThatDoesNotFitNamesMemoryAndTheClosestMiss) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), Status::Code::kInvalidInput);
   const std::string& msg = result.status().message();
-  EXPECT_NE(msg.find("memory per GPU: must fit cluster.hbm_gb x search.memory_fraction (72.0 GB)"),
+  EXPECT_NE(msg.find("memory per GPU: must fit cluster.hbm_gb x search.memory_fraction (76.0 GB)"),
             std::string::npos) << msg;
   EXPECT_NE(msg.find("closest miss: TP 8 x PP"), std::string::npos) << msg;
 }
