@@ -45,6 +45,13 @@ TEST(GptConfig, ErrorsNameTheField) {
   m = Spec();
   m.set_hidden(66);
   EXPECT_NE(GptConfigFromModel(m).status().message().find("model.hidden = 66"), std::string::npos);
+  // What the planner can price but the executor's GPT-2 does not run is refused, not ignored.
+  m = Spec();
+  m.set_gated_mlp(true);
+  EXPECT_NE(GptConfigFromModel(m).status().message().find("model.gated_mlp = true"), std::string::npos);
+  m = Spec();
+  m.set_tied_embeddings(false);
+  EXPECT_NE(GptConfigFromModel(m).status().message().find("model.tied_embeddings = false"), std::string::npos);
 }
 
 TEST(ParamLayout, CountMatchesTheFormula) {

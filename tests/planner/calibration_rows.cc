@@ -1,6 +1,7 @@
 #include "tests/planner/calibration_rows.h"
 
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "planner/memory.h"
@@ -199,6 +200,15 @@ Result<std::vector<CsvRow>> ParseCsv(const std::string& text) {
     rows.push_back(row);
   }
   return rows;
+}
+
+Result<std::vector<CsvRow>> ReadReferenceCsv(const std::string& shared, const std::string& copy) {
+  std::ifstream in(shared);
+  if (!in) in.open(copy);
+  if (!in) return std::vector<CsvRow>{};
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseCsv(text.str());
 }
 
 Result<std::vector<ReferenceRun>> ReferenceRuns(const std::vector<CsvRow>& rows) {

@@ -18,6 +18,10 @@ using CsvRow = std::map<std::string, std::string>;
 // Parses RFC-4180 CSV text (quoted fields, doubled quotes) with a header line.
 Result<std::vector<CsvRow>> ParseCsv(const std::string& text);
 
+// The rows of a reference file: `shared` (../shared/reference beside the clone) when it is there,
+// else the repository's `copy` (tests/planner/data, for clean clones); no rows when neither is.
+Result<std::vector<CsvRow>> ReadReferenceCsv(const std::string& shared, const std::string& copy);
+
 // How a row's measured iteration time was obtained.
 enum class Measure {
   kDerivedTime,      // the notes' derived_iter_time_s (= the source's FLOPs / (n x TFLOP/s))

@@ -29,14 +29,9 @@ const char kCsvCopy[] = MEGASCALE_SOURCE_DIR "/tests/planner/data/calibration.cs
 
 // The rows, or an empty list when neither file is there.
 std::vector<testing::ReferenceRun> LoadRuns() {
-  std::ifstream in(kCsvPath);
-  if (!in) in.open(kCsvCopy);
-  if (!in) return {};
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<std::vector<testing::CsvRow>> rows = testing::ParseCsv(text.str());
+  Result<std::vector<testing::CsvRow>> rows = testing::ReadReferenceCsv(kCsvPath, kCsvCopy);
   EXPECT_TRUE(rows.ok()) << rows.status().message();
-  if (!rows.ok()) return {};
+  if (!rows.ok() || rows->empty()) return {};
   Result<std::vector<testing::ReferenceRun>> runs = testing::ReferenceRuns(*rows);
   EXPECT_TRUE(runs.ok()) << runs.status().message();
   return runs.ok() ? *runs : std::vector<testing::ReferenceRun>{};

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/metrics.h"
+#include "planner/op_costs.h"
 #include "planner/plan_builder.h"
 #include "tests/planner/scenarios.h"
 
@@ -75,6 +76,27 @@ TEST(Flops, SlidingWindowAndGqaStillAgree) {
   Result<Plan> plan = BuildPlan(s);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   // Rounding only.
+  EXPECT_NEAR(SumPlanFlops(*plan).model / ModelFlopsPerStep(s.model(), 2), 1.0, 1e-9);
+}
+
+// A gated MLP of width f has three h x f matrices: the FLOPs and parameters of a GeLU MLP of width
+// 1.5 f, and the plan's per-op FLOPs still sum to the model's.
+TEST(Flops, GatedMlpIsThreeMatrices) {
+  ModelSpec gated = LookupModelPreset("gpt-175b").value();
+  gated.set_gated_mlp(true);
+  gated.set_ffn_hidden(4096 * 8);
+  ModelSpec plain = gated;
+  plain.set_gated_mlp(false);
+  plain.set_ffn_hidden(4096 * 12);
+  EXPECT_NEAR(ModelFlopsPerStep(gated, 64) / ModelFlopsPerStep(plain, 64), 1.0, 1e-12);
+  // Weights equal; the up GEMM's biases: 2 f (gate and value) against 1.5 f.
+  EXPECT_DOUBLE_EQ(LayerParams(gated) - LayerParams(plain), 2.0 * 32768 - 49152);
+
+  Scenario s = TinyScenario(2, 2, 1, 1, 2);
+  s.mutable_model()->set_gated_mlp(true);
+  s.mutable_model()->set_tied_embeddings(false);
+  Result<Plan> plan = BuildPlan(s);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_NEAR(SumPlanFlops(*plan).model / ModelFlopsPerStep(s.model(), 2), 1.0, 1e-9);
 }
 

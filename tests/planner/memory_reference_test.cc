@@ -4,8 +4,6 @@
 // and that no run that really trained is rejected by the fit rule. docs/memory.md has the table.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -68,12 +66,7 @@ Row RowOf(const testing::CsvRow& r) {
 }
 
 std::vector<Row> LoadRows() {
-  std::ifstream in(kCsvPath);
-  if (!in) in.open(kCsvCopy);
-  if (!in) return {};
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<std::vector<testing::CsvRow>> rows = testing::ParseCsv(text.str());
+  Result<std::vector<testing::CsvRow>> rows = testing::ReadReferenceCsv(kCsvPath, kCsvCopy);
   EXPECT_TRUE(rows.ok()) << rows.status().message();
   std::vector<Row> out;
   if (rows.ok()) {
