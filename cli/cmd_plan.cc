@@ -129,7 +129,8 @@ Status RunPlan(const PlanArgs& args) {
                     {"heads", m.heads()},           {"kv_heads", m.kv_heads()},
                     {"ffn_hidden", m.ffn_hidden()}, {"seq_len", m.seq_len()},
                     {"vocab", m.vocab()},           {"parallel_block", m.parallel_block()},
-                    {"sliding_window", m.sliding_window()}};
+                    {"sliding_window", m.sliding_window()}, {"gated_mlp", m.gated_mlp()},
+                    {"tied_embeddings", m.tied_embeddings()}};
     out["peak_tflops"] = plan.cluster().peak_tflops();
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& stage : plan.stages()) ops.push_back(stage.ops_size());

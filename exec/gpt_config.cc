@@ -27,15 +27,10 @@ Result<GptConfig> GptConfigFromModel(const ModelSpec& m) {
   MS_RETURN_IF_ERROR(Check(m.sliding_window() >= 0 && m.sliding_window() <= m.seq_len(),
                            "model.sliding_window", m.sliding_window(),
                            "must be between 0 (full) and model.seq_len"));
-  // The executor's GPT is GPT-2's: a GeLU MLP, the LM head tied to the embedding.
+  // The executor's GPT is GPT-2's MLP (GeLU), without dropout (model.dropout is memory only).
   if (m.gated_mlp()) {
     return Status::BadField("model.gated_mlp", "true",
                             "the executor runs a GeLU MLP: gated MLPs are planned and simulated only");
-  }
-  if (!m.tied_embeddings()) {
-    return Status::BadField("model.tied_embeddings", "false",
-                            "the executor ties the LM head to the embedding: untied heads are planned and "
-                            "simulated only");
   }
   GptConfig c;
   c.layers = m.layers();
@@ -48,6 +43,7 @@ Result<GptConfig> GptConfigFromModel(const ModelSpec& m) {
   c.vocab = m.vocab();
   c.parallel_block = m.parallel_block();
   c.window = m.sliding_window();
+  c.tied_lm_head = m.tied_embeddings();
   return c;
 }
 

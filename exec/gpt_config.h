@@ -21,8 +21,8 @@ struct GptConfig {
   int vocab = 0;         // V
   bool parallel_block = false;  // MegaScale: x + attn(ln(x)) + mlp(ln(x))
   int window = 0;        // sliding window w (keys in (t-w, t]); 0 = full causal attention
-  // LM head shares the token embedding (GPT-2, Megatron-LM default). Not in ModelSpec: a later
-  // pipeline-parallel run must then all-reduce wte's gradient between the first and last stage.
+  // LM head shares the token embedding (GPT-2, Megatron-LM default; model.tied_embeddings): a
+  // pipeline-parallel run then all-reduces wte's gradient between the first and last stage.
   bool tied_lm_head = true;
 
   int qkv_channels() const { return (heads + 2 * kv_heads) * head_dim; }

@@ -18,16 +18,17 @@ double LargestWeightParams(const ModelSpec& m) {
 
 }  // namespace
 
-double ChunkParamsPerGpu(const ModelSpec& model, int tp, int virtual_stage, int virtual_stages) {
+double ChunkParamsPerGpu(const ModelSpec& model, int tp, int virtual_stage, int virtual_stages, int pp) {
   const int layers_per_chunk = model.layers() / virtual_stages;
   double params = layers_per_chunk * LayerParams(model);
   const bool first = virtual_stage == 0, last = virtual_stage == virtual_stages - 1;
+  const bool same_gpu = pp == 1;  // virtual stage g runs on stage g % pp: the ends meet when pp is 1
   if (first) params += WordEmbeddingParams(model);
   if (last) {
     params += EmbeddingParams(model) - WordEmbeddingParams(model);  // the final LayerNorm
     // The LM head: its own matrix when untied; a tied one is a copy of the embedding's on
     // another GPU, the same matrix on this one.
-    if (!model.tied_embeddings() || !first) params += WordEmbeddingParams(model);
+    if (!model.tied_embeddings() || !same_gpu) params += WordEmbeddingParams(model);
   }
   return params / tp;
 }
@@ -74,14 +75,16 @@ MemoryEstimate StageMemory(const ModelSpec& model, const LayoutSpec& layout, int
   const int vp = std::max(1, layout.virtual_stages());
   const int v_total = pp * vp;
   double params = 0;
-  for (int c = 0; c < vp; ++c) params += ChunkParamsPerGpu(model, tp, c * pp + stage, v_total);
+  for (int c = 0; c < vp; ++c) params += ChunkParamsPerGpu(model, tp, c * pp + stage, v_total, pp);
 
   MemoryEstimate m;
   m.weights_bytes = kActivationBytes * params;
   if (layout.zero_stage() >= 3 && dp > 1) {
     // Sharded; DeepSpeed's ZeRO 3 gathers a module (one GEMM's weight) as it is used and
     // prefetches the next, bounded by its live-parameter limit: two of the largest.
-    m.weights_bytes = kActivationBytes * (params / dp + 2.0 * LargestWeightParams(model) / tp);
+    const bool ends = stage == 0 || stage == pp - 1;  // the embedding or the LM head is a module too
+    const double largest = std::max(LargestWeightParams(model), ends ? WordEmbeddingParams(model) : 0.0);
+    m.weights_bytes = kActivationBytes * (params / dp + 2.0 * largest / tp);
   }
   // 16-bit gradients are copied into fp32 for the update (the optimizer's shard with ZeRO >= 1):
   // Megatron-LM's fp16 optimizer and DeepSpeed's both hold that copy.

@@ -47,8 +47,8 @@ struct MemoryEstimate {
 
 // Parameters one GPU holds for virtual stage g of V = pp x vp: its layers' TP shard, plus the
 // word embedding on the first (g = 0), the final LayerNorm and the LM head on the last (g = V - 1):
-// a tied head is a copy of the embedding there unless both are on one GPU (V = 1).
-double ChunkParamsPerGpu(const ModelSpec& model, int tp, int virtual_stage, int virtual_stages);
+// a tied head is a copy of the embedding there unless both are on one GPU (pp = 1).
+double ChunkParamsPerGpu(const ModelSpec& model, int tp, int virtual_stage, int virtual_stages, int pp);
 
 // The most (chunk, micro-batch) forwards a schedule has run whose backward has not yet run.
 int MaxInFlightUnits(const std::vector<ScheduleUnit>& units);

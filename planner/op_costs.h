@@ -93,7 +93,7 @@ double PpActivationBytes(const OpShape& shape);
 double LayerParams(const ModelSpec& model);
 // Parameters of the word embedding matrix (vocab x hidden); an untied LM head has as many.
 double WordEmbeddingParams(const ModelSpec& model);
-// Parameters of the word embedding (also the tied LM head's copy on the last stage) plus the
+// Parameters of the word embedding (also a tied LM head's copy on the last stage) plus the
 // final LayerNorm.
 double EmbeddingParams(const ModelSpec& model);
 // Parameters of the whole model, once each: layers, embedding, final LayerNorm, an untied head.

@@ -228,7 +228,7 @@ StepEstimate StepEstimator::Estimate(const Candidate& c) {
     } else {
       // Blocking, after the chunk's input has arrived: the first micro-batch of every chunk waits
       // for one gather on every stage it passes.
-      for (int g = 0; g < V; ++g) start += dp_time(DP_ALL_GATHER, ChunkParamsPerGpu(model, tp, g, V));
+      for (int g = 0; g < V; ++g) start += dp_time(DP_ALL_GATHER, ChunkParamsPerGpu(model, tp, g, V, p));
     }
   }
 
@@ -255,14 +255,14 @@ StepEstimate StepEstimator::Estimate(const Candidate& c) {
       }
       tail = std::max(0.0, lane);
     } else {
-      for (int ch = 0; ch < v; ++ch) tail += dp_time(kind, ChunkParamsPerGpu(model, tp, ch * p, V));
+      for (int ch = 0; ch < v; ++ch) tail += dp_time(kind, ChunkParamsPerGpu(model, tp, ch * p, V, p));
     }
   } else if (zero3) {
     tail = dp_time(DP_REDUCE_SCATTER, layer_params);
   }
 
   double local_params = 0;
-  for (int ch = 0; ch < v; ++ch) local_params += ChunkParamsPerGpu(model, tp, ch * p, V);
+  for (int ch = 0; ch < v; ++ch) local_params += ChunkParamsPerGpu(model, tp, ch * p, V, p);
   if (l.zero_stage() >= 1) local_params /= dp;
   const double optimizer =
       cost_.OptimizerStepTime(local_params, base_.training().data_pipeline_overlap());

@@ -71,7 +71,7 @@ class StageBuilder {
   OpKind GradSyncKind() const { return in_.zero_stage == 0 ? DP_ALL_REDUCE : DP_REDUCE_SCATTER; }
   double ChunkParams(int chunk) const {
     return ChunkParamsPerGpu(in_.layer.shape.model, in_.layer.shape.tp, chunk * in_.pp + stage_,
-                             v_total_);
+                             v_total_, in_.pp);
   }
   // The tied word embedding has a copy on the first and on the last stage (stage_program.h).
   bool TiedAcrossStages() const { return in_.pp > 1 && in_.layer.shape.model.tied_embeddings(); }

@@ -103,7 +103,7 @@ std::string Key(const CsvRow& r) {
 }
 
 // Smallest PP (dividing the layers, TP x PP dividing the GPUs, DP dividing the batch) whose
-// stage-0 memory fits in HBM; 0 if none.
+// stages all fit the memory rule; 0 if none.
 int SmallestFittingPp(const Scenario& base, int tp) {
   const ModelSpec& m = base.model();
   const int n = base.cluster().num_gpus();
@@ -118,10 +118,10 @@ int SmallestFittingPp(const Scenario& base, int tp) {
     l.set_dp(dp);
     l.set_virtual_stages(1);
     const int64_t mb = base.training().global_batch() / (dp * base.training().micro_batch());
-    const auto units = StageSchedule(0, pp, 1, static_cast<int>(mb));
-    const double bytes =
-        StageMemory(m, l, base.training().micro_batch(), 0, MaxInFlightUnits(units)).total();
-    if (bytes <= base.cluster().hbm_gb() * 1e9) return pp;
+    Scenario probe = base;
+    *probe.mutable_layout() = l;
+    const double bytes = MostStageMemoryBytes(m, l, base.training().micro_batch(), static_cast<int>(mb));
+    if (CheckMemoryFits(probe, bytes).ok()) return pp;  // the rule BuildPlan applies
   }
   return 0;
 }

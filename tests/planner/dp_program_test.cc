@@ -115,7 +115,7 @@ TEST(DpProgram, ATiedEmbeddingAcrossStagesHasABucketOfItsOwn) {
       }
       if (op.kind() == DP_ALL_GATHER && tied) tied_gather = static_cast<int>(op.id());
       if (op.kind() == OPTIMIZER_STEP) {
-        EXPECT_NEAR(op.duration_s(), cost.OptimizerStepTime(ChunkParamsPerGpu(m, 1, stage, 2) / 4, true), 1e-12);
+        EXPECT_NEAR(op.duration_s(), cost.OptimizerStepTime(ChunkParamsPerGpu(m, 1, stage, 2, 2) / 4, true), 1e-12);
       }
     }
     EXPECT_EQ(tied_reductions, 1);
@@ -138,7 +138,7 @@ TEST(DpProgram, ATiedEmbeddingAcrossStagesHasABucketOfItsOwn) {
     for (const Op& op : p1.stages(stage).ops()) {
       EXPECT_NE(op.group(), DP_GROUP);
       if (op.kind() == OPTIMIZER_STEP) {
-        EXPECT_GT(op.duration_s(), CostModel(p1.cluster()).OptimizerStepTime(ChunkParamsPerGpu(m, 1, stage, 2), true));
+        EXPECT_GT(op.duration_s(), CostModel(p1.cluster()).OptimizerStepTime(ChunkParamsPerGpu(m, 1, stage, 2, 2), true));
       }
     }
   }

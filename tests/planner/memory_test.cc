@@ -82,11 +82,13 @@ TEST(Memory, EmbeddingsOnOneGpuAreCountedOnce) {
   ModelSpec m = LookupModelPreset("gpt-175b").value();
   const double layers = 96 * LayerParams(m), word = WordEmbeddingParams(m);
   // One stage: a tied head is the embedding's own matrix.
-  EXPECT_DOUBLE_EQ(ChunkParamsPerGpu(m, 1, 0, 1), layers + EmbeddingParams(m));
+  EXPECT_DOUBLE_EQ(ChunkParamsPerGpu(m, 1, 0, 1, 1), layers + EmbeddingParams(m));
   // Two stages: the last one keeps a copy.
-  EXPECT_DOUBLE_EQ(ChunkParamsPerGpu(m, 1, 1, 2), layers / 2 + EmbeddingParams(m));
+  EXPECT_DOUBLE_EQ(ChunkParamsPerGpu(m, 1, 1, 2, 2), layers / 2 + EmbeddingParams(m));
+  // One stage of two chunks: the last chunk is on the embedding's GPU.
+  EXPECT_DOUBLE_EQ(ChunkParamsPerGpu(m, 1, 1, 2, 1), layers / 2 + 2 * 12288);
   m.set_tied_embeddings(false);
-  EXPECT_DOUBLE_EQ(ChunkParamsPerGpu(m, 1, 0, 1), layers + EmbeddingParams(m) + word);
+  EXPECT_DOUBLE_EQ(ChunkParamsPerGpu(m, 1, 0, 1, 1), layers + EmbeddingParams(m) + word);
   EXPECT_DOUBLE_EQ(ModelParams(m), layers + EmbeddingParams(m) + word);
 }
 
