@@ -38,6 +38,12 @@ def build_model(torch, m):
     FF = m["ffn_hidden"] or 4 * C
     window = m["sliding_window"]
     parallel = m["parallel_block"]
+    # This script builds GPT-2's block (GeLU MLP, tied head): a model it cannot build is refused
+    # rather than replaced, since its FLOPs come from the plan's model.
+    for key, builds in (("gated_mlp", False), ("tied_embeddings", True)):
+        if m.get(key, builds) != builds:
+            sys.exit(f"pytorch_gpt: model.{key} = {str(m[key]).lower()}: this script builds a GeLU MLP with a tied "
+                     "LM head only")
 
     class Block(nn.Module):
         def __init__(self):
