@@ -145,7 +145,9 @@ Status RunPlan(const PlanArgs& args) {
               p.iteration_time_s(), 100 * p.mfu(), p.tflops_per_gpu(), p.tokens_per_s());
   std::printf("breakdown     compute %.3f s, exposed communication %.3f s, bubble %.3f s\n",
               p.compute_s(), p.exposed_comm_s(), p.bubble_s());
-  std::printf("memory        %.1f GB per GPU (of %.0f GB)\n", p.memory_per_gpu_gb(), plan.cluster().hbm_gb());
+  std::printf("memory        %.1f GB per GPU at the peak (limit %s: %.0f GB x %.2f; docs/memory.md)\n",
+              p.memory_per_gpu_gb(), GbText(MemoryLimitBytes(scenario)).c_str(), plan.cluster().hbm_gb(),
+              scenario.search().memory_fraction());
   return Status::Ok();
 }
 
