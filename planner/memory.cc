@@ -6,18 +6,6 @@
 #include "planner/op_costs.h"
 
 namespace megascale {
-namespace {
-
-// Parameters of a layer's largest weight matrix: QKV, or the MLP's up (gate and value when gated).
-double LargestWeightParams(const ModelSpec& m) {
-  const double h = m.hidden(), ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * h;
-  const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
-  const double qkv_out = h + 2.0 * kv * (h / m.heads());
-  return h * std::max(qkv_out, m.gated_mlp() ? 2.0 * ffn : ffn);
-}
-
-}  // namespace
-
 double ChunkParamsPerGpu(const ModelSpec& model, int tp, int virtual_stage, int virtual_stages, int pp) {
   const int layers_per_chunk = model.layers() / virtual_stages;
   double params = layers_per_chunk * LayerParams(model);

@@ -5,12 +5,28 @@
 namespace megascale {
 namespace {
 
-struct Dims {
-  double tokens;    // b x s of the micro-batch
-  double h, ffn, v, s_eff;
+// A layer's widths, whole (not split by TP).
+struct Widths {
+  double h, ffn;
   double up;        // the up GEMM's output width: ffn, or 2 x ffn (gate and value) when gated
   double qkv_out;   // h + 2 x kv_heads x head_dim
   double kv_width;  // kv_heads x head_dim
+};
+
+Widths WidthsOf(const ModelSpec& m) {
+  Widths w;
+  w.h = m.hidden();
+  w.ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * w.h;
+  w.up = m.gated_mlp() ? 2.0 * w.ffn : w.ffn;
+  const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
+  w.kv_width = kv * (w.h / m.heads());
+  w.qkv_out = w.h + 2.0 * w.kv_width;
+  return w;
+}
+
+struct Dims : Widths {
+  double tokens;    // b x s of the micro-batch
+  double v, s_eff;
   double t;         // TP size
   double sp_tokens; // tokens an element-wise op over [tokens, h] touches per GPU
 };
@@ -18,15 +34,10 @@ struct Dims {
 Dims DimsOf(const OpShape& shape) {
   const ModelSpec& m = shape.model;
   Dims d;
+  static_cast<Widths&>(d) = WidthsOf(m);
   d.tokens = static_cast<double>(shape.micro_batch) * m.seq_len();
-  d.h = m.hidden();
-  d.ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * m.hidden();
-  d.up = m.gated_mlp() ? 2.0 * d.ffn : d.ffn;
   d.v = m.vocab();
   d.s_eff = m.sliding_window() > 0 ? std::min(m.sliding_window(), m.seq_len()) : m.seq_len();
-  const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
-  d.kv_width = kv * (d.h / m.heads());
-  d.qkv_out = d.h + 2.0 * d.kv_width;
   d.t = shape.tp;
   // With SP, LayerNorm and the residual path are sharded along the sequence; without it every TP
   // rank repeats them on the full sequence.
@@ -173,14 +184,15 @@ double PpActivationBytes(const OpShape& shape) {
 }
 
 double LayerParams(const ModelSpec& m) {
-  const double h = m.hidden();
-  const double ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * h;
-  const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
-  const double qkv_out = h + 2.0 * kv * (h / m.heads());
-  const double up = m.gated_mlp() ? 2.0 * ffn : ffn;
+  const Widths w = WidthsOf(m);
   // Weights and biases of QKV, projection, FFN up (gate and value when gated) and down; two
   // LayerNorms (gain, bias).
-  return h * qkv_out + qkv_out + h * h + h + h * up + up + h * ffn + h + 4.0 * h;
+  return w.h * w.qkv_out + w.qkv_out + w.h * w.h + w.h + w.h * w.up + w.up + w.h * w.ffn + w.h + 4.0 * w.h;
+}
+
+double LargestWeightParams(const ModelSpec& m) {
+  const Widths w = WidthsOf(m);
+  return w.h * std::max(w.qkv_out, w.up);
 }
 
 double WordEmbeddingParams(const ModelSpec& m) {

@@ -91,6 +91,8 @@ double PpActivationBytes(const OpShape& shape);
 
 // Parameters of one transformer layer (whole layer, all TP shards).
 double LayerParams(const ModelSpec& model);
+// Parameters of a layer's largest weight matrix: QKV, or the MLP's up (gate and value when gated).
+double LargestWeightParams(const ModelSpec& model);
 // Parameters of the word embedding matrix (vocab x hidden); an untied LM head has as many.
 double WordEmbeddingParams(const ModelSpec& model);
 // Parameters of the word embedding (also a tied LM head's copy on the last stage) plus the

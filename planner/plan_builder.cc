@@ -98,8 +98,8 @@ Result<Plan> BuildPlanWith(const Scenario& resolved, const CostConstants& consta
       training.global_batch() / (static_cast<int64_t>(training.micro_batch()) * layout.dp());
   plan.set_microbatches(static_cast<int>(microbatches));
   // The layout must fit before it is priced: the rule search applies to every candidate.
-  MS_RETURN_IF_ERROR(CheckMemoryFits(
-      resolved, MostStageMemoryBytes(model, layout, training.micro_batch(), plan.microbatches())));
+  const double memory = MostStageMemoryBytes(model, layout, training.micro_batch(), plan.microbatches());
+  MS_RETURN_IF_ERROR(CheckMemoryFits(resolved, memory));
   plan.set_model_flops_per_step(ModelFlopsPerStep(model, training.global_batch()));
   plan.set_hardware_flops_per_step(
       HardwareFlopsPerStep(model, training.global_batch(), layout.recompute()));
@@ -126,6 +126,7 @@ Result<Plan> BuildPlanWith(const Scenario& resolved, const CostConstants& consta
     *plan.add_stages() = BuildStageProgram(stage, in);
   }
   MS_ASSIGN_OR_RETURN(*plan.mutable_prediction(), PredictPlan(plan));
+  plan.mutable_prediction()->set_memory_per_gpu_gb(memory / 1e9);
   return plan;
 }
 

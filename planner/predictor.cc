@@ -5,9 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "planner/memory.h"
 #include "planner/metrics.h"
-#include "planner/schedule.h"
 
 namespace megascale {
 namespace {
@@ -198,12 +196,9 @@ Result<Prediction> PredictPlan(const Plan& plan) {
     const StageBreakdown b = AttributeStage(plan.stages(s), timing[s], step);
     if (s == 0 || b.compute_s > critical.compute_s) critical = b;
   }
-  const double memory =
-      MostStageMemoryBytes(plan.model(), plan.layout(), plan.training().micro_batch(), plan.microbatches());
   p.set_compute_s(critical.compute_s);
   p.set_exposed_comm_s(critical.exposed_comm_s);
   p.set_bubble_s(critical.bubble_s);
-  p.set_memory_per_gpu_gb(memory / 1e9);
   return p;
 }
 

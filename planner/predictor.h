@@ -35,7 +35,7 @@ struct StageBreakdown {
 StageBreakdown AttributeStage(const StageProgram& program, const StageTiming& timing,
                               double step_time_s);
 
-// Fills a Prediction for `plan`. The breakdown is that of the critical stage (the one with the most
+// Fills a Prediction for `plan` but its memory (BuildPlan's, planner/memory.h). The breakdown is that of the critical stage (the one with the most
 // compute), so compute + exposed + bubble = iteration time. REQUIRES: every Plan field but
 // `prediction` set (BuildPlan does this).
 Result<Prediction> PredictPlan(const Plan& plan);
