@@ -18,7 +18,8 @@
 # 4. prints predicted, measured and their ratio, then `megascale compare`'s most different kinds
 #    (of the last run).
 # Ranks are bound to cores (overload allowed): unbound, 8 ranks on 2 cores land differently from
-# run to run and the step time moves by 30 %. Files go to a temp dir, removed at the end.
+# run to run and the step time moves by 30 %. Files go to a temp dir, removed at the end (KEEP=1
+# keeps them and prints where).
 set -euo pipefail
 BUILD=${1:-build}
 BIN=$(readlink -f "$BUILD/megascale")
@@ -31,7 +32,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun -np 8 --oversubscribe --bind-to core:overload-allowed)
 PY=/usr/bin/python3
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+if [ -n "${KEEP:-}" ]; then
+  trap 'echo "kept: $WORK"' EXIT  # KEEP=1: the calibration, traces and JSON stay for a closer look
+else
+  trap 'rm -rf "$WORK"' EXIT
+fi
 
 base="$SRC/scenarios/run-tiny-8.textproto"
 cpu() {
@@ -47,7 +52,7 @@ names=(run-tiny-8 interleaved tp-heavy)
 cal=("$WORK/run-tiny-8.textproto")
 [ "$CALIBRATE_ON" = all ] && cal=("$WORK/run-tiny-8.textproto" "$WORK/interleaved.textproto" "$WORK/tp-heavy.textproto")
 echo "== megascale calibrate on: ${cal[*]##*/}"
-(cd "$WORK" && "${MPIRUN[@]}" "$BIN" calibrate -q -o calibration.textproto "${cal[@]}")
+(cd "$WORK" && "${MPIRUN[@]}" "$BIN" calibrate -q --warmup "$WARMUP" --iterations "$STEPS" -o calibration.textproto "${cal[@]}")
 
 printf '\n%-12s %14s %14s %10s   %s\n' layout "predicted (s)" "measured (s)" measured/predicted "runs' medians (s)"
 for n in "${names[@]}"; do

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/file_args.h"
 #include "exec/calibrate.h"
+#include "exec/core_pools.h"
 #include "exec/device_factory.h"
 #include "exec/parallel_groups.h"
 #include "planner/calibration_fit.h"
@@ -86,6 +87,8 @@ DeviceCalibration BaseFrom(const exec::DeviceRates& r, const std::string& device
 }
 
 void PrintRates(const exec::DeviceRates& r, const CalibrationFit& fit, int ranks) {
+  const std::vector<CorePool> pools(fit.calibration.core_pool().begin(), fit.calibration.core_pool().end());
+  std::printf("cores         %s\n", exec::CorePoolsText(pools).c_str());
   std::printf("device        %s, %d ranks: GEMM %.3g GFLOP/s (%d^3), copy %.3g GB/s (%.3g MiB), call %.3g us, ",
               fit.calibration.device().c_str(), ranks, r.gemm_flops_per_s / 1e9, r.gemm_size,
               r.stream_bytes_per_s / 1e9, r.copy_bytes / 1048576.0, r.call_overhead_s * 1e6);
@@ -144,6 +147,7 @@ Status RefitFromTraces(const CalibrateArgs& args, const std::vector<Scenario>& r
   MS_RETURN_IF_ERROR(CheckOutputFile("--out", args.out));
   MS_ASSIGN_OR_RETURN(DeviceCalibration base, LoadCalibration(args.base, "--base"));
   base.clear_op_scale();
+  base.clear_comm_cpu();
   base.set_step_overhead_s(0);
   std::vector<PlanSample> samples;
   for (size_t i = 0; i < raws.size(); ++i) {
@@ -158,7 +162,7 @@ Status RefitFromTraces(const CalibrateArgs& args, const std::vector<Scenario>& r
                                   std::to_string(plan.world_size()) + " ranks); it has " +
                                   std::to_string(trace->header.world_size()));
     }
-    PlanSample sample{std::move(plan), {}};
+    PlanSample sample{std::move(plan), {}, -1};
     for (TraceEvent& e : trace->events) {
       if (e.step() >= args.warmup) sample.events.push_back(std::move(e));
     }
@@ -211,7 +215,9 @@ Status RunCalibrate(const CalibrateArgs& args) {
 
   if (root && !args.quiet) std::fprintf(stderr, "calibrate: measuring the device's rates on %d ranks\n", world->size());
   MS_ASSIGN_OR_RETURN(exec::DeviceRates rates, exec::MeasureDeviceRates(device, world.get()));
-  const DeviceCalibration base = BaseFrom(rates, device_kind, world->size(), args.scenarios);
+  DeviceCalibration base = BaseFrom(rates, device_kind, world->size(), args.scenarios);
+  MS_ASSIGN_OR_RETURN(std::vector<CorePool> pools, exec::MeasureCorePools(world.get()));
+  for (CorePool& p : pools) *base.add_core_pool() = std::move(p);
   std::vector<PlanSample> samples;
   for (size_t i = 0; i < raws.size(); ++i) {
     if (root && !args.quiet) {
@@ -221,7 +227,7 @@ Status RunCalibrate(const CalibrateArgs& args) {
     MS_ASSIGN_OR_RETURN(Plan plan, PlanWith(raws[i], base));
     MS_ASSIGN_OR_RETURN(exec::PlanOpTimes times, exec::TimePlanOps(plan, raws[i].run(), device, world.get(),
                                                                    args.warmup, args.iterations));
-    samples.push_back({std::move(plan), std::move(times.events)});
+    samples.push_back({std::move(plan), std::move(times.events), times.host_cpu_per_op_s});
   }
   if (!root) return Status::Ok();
   return WriteFit(args, base, samples, &rates, world->size());

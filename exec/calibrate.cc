@@ -1,5 +1,6 @@
 #include "exec/calibrate.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,6 +60,14 @@ Result<std::pair<Size, double>> TimeGrowing(Communicator* world, Size size, Size
     if (grow == 0) return std::make_pair(size, s);
     size *= factor;
   }
+}
+
+// The CPU time of this process's threads so far (user and system).
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
 }
 
 // Keeps the events rank 0 gathers.
@@ -156,8 +165,16 @@ Result<PlanOpTimes> TimePlanOps(const Plan& plan, const RunSpec& run, Device* de
   options.steps = warmup + iterations;
   options.device = device;
   EventList gathered;
+  const double process_cpu = ProcessCpuSeconds();
   MS_RETURN_IF_ERROR(Train(plan, options, world, &gathered).status());
+  double cpu_s = ProcessCpuSeconds() - process_cpu;
+  MS_RETURN_IF_ERROR(world->AllReduceSum(&cpu_s, 1));
   PlanOpTimes out;
+  if (device->ThreadCpuNs() >= 0 && !gathered.events.empty()) {
+    double ops_cpu_s = 0;
+    for (const TraceEvent& e : gathered.events) ops_cpu_s += e.cpu_ns() * 1e-9;
+    out.host_cpu_per_op_s = std::max(0.0, cpu_s - ops_cpu_s) / static_cast<double>(gathered.events.size());
+  }
   for (TraceEvent& e : gathered.events) {
     if (e.step() >= warmup) out.events.push_back(std::move(e));
   }

@@ -42,6 +42,9 @@ Result<DeviceRates> MeasureDeviceRates(Device* device, Communicator* world);
 struct PlanOpTimes {
   // Every rank's op events of the timed steps (world rank 0 only; empty elsewhere).
   std::vector<TraceEvent> events;
+  // The CPU device (events with cpu_ns): the ranks' processes' CPU time beyond their ops', per op,
+  // over the whole run (DeviceCalibration.host_cpu_per_op_s); -1 elsewhere.
+  double host_cpu_per_op_s = -1;
 };
 // Runs warmup + iterations steps of the plan. REQUIRES: world->size() == the plan's world size.
 Result<PlanOpTimes> TimePlanOps(const Plan& plan, const RunSpec& run, Device* device, Communicator* world,

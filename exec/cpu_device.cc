@@ -92,6 +92,7 @@ class Cpu : public Device {
   }
   void Synchronize() override {}
   int64_t NowNs() override { return SteadyNowNs(); }
+  int64_t ThreadCpuNs() override { return ThreadCpuTimeNs(); }
 };
 
 }  // namespace

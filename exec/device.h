@@ -90,6 +90,10 @@ class Device {
 
   virtual void Synchronize() = 0;
   virtual int64_t NowNs() = 0;
+  // The CPU time the calling thread has used, where the device's kernels run on that thread (the
+  // CPU device: an op's work without the time the OS gave other ranks sharing its core); -1 where
+  // they run elsewhere (a GPU).
+  virtual int64_t ThreadCpuNs() { return -1; }
   // The first failure of any call so far, naming it (a CUDA or cuBLAS error); sticky: a device
   // that failed stays failed. Read by the thread that issues the device's work, after
   // Synchronize() (exec/op_recorder.h turns it into an error naming the op). The CPU never fails.
@@ -190,6 +194,7 @@ class DeviceWrapper : public Device {
   }
   void Synchronize() override { inner_->Synchronize(); }
   int64_t NowNs() override { return inner_->NowNs(); }
+  int64_t ThreadCpuNs() override { return inner_->ThreadCpuNs(); }
   Status status() const override { return inner_->status(); }
 
  protected:

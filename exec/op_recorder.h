@@ -10,7 +10,8 @@
 // TP_COMM, a PP receive on PP_RECV_LANE, ...); collective_seq counts the ops of each group within
 // the step. FLOPs per compute op come from planner/op_costs.h (the one source of per-op work).
 // Times come from the device's clock (a steady clock on the CPU), after Synchronize(), relative to
-// `origin_ns`.
+// `origin_ns`. On the CPU each event also carries its thread's CPU time in the op (cpu_ns): the op's
+// own work, which calibrate fits where ranks share cores (docs/calibrate.md).
 // Threads: the compute thread records through Compute/Comm with the context SetUnit/SetLayer set,
 // and the interpreter's PP ops through CommAs/CommSince; the DP lane (exec/comm_lane.h) records
 // from its own thread through CommOn, with an explicit context and lane. One mutex guards the event list, the op ids
@@ -70,9 +71,10 @@ class OpRecorder {
     const uint32_t id = Claim(kind);
     if (!failure_.ok()) return;
     const int64_t start = device_->NowNs();
+    const int64_t cpu = device_->ThreadCpuNs();
     f();
     device_->Synchronize();
-    Record(unit_, kind, start, 0.0, NO_GROUP, COMPUTE, id);
+    Record(unit_, kind, start, 0.0, NO_GROUP, COMPUTE, id, -1, CpuSince(cpu));
     Release(id);
     CheckDevice(kind, id);
   }
@@ -89,11 +91,12 @@ class OpRecorder {
     const uint32_t id = Claim(kind);
     if (!failure_.ok()) return failure_;
     const int64_t start = device_->NowNs();
+    const int64_t cpu = device_->ThreadCpuNs();
     const int watched = Watch(id, kind, unit_.phase);
     Status s = f();
     device_->Synchronize();
     Unwatch(watched);
-    Record(unit_, kind, start, bytes, group, LaneOf(kind), id);
+    Record(unit_, kind, start, bytes, group, LaneOf(kind), id, -1, CpuSince(cpu));
     Release(id);
     return s;
   }
@@ -115,9 +118,10 @@ class OpRecorder {
   Status CommSince(int64_t start_ns, uint32_t id, Lane lane, const OpUnit& unit, OpKind kind, double bytes, F&& f,
                    Group group = NO_GROUP) {
     const int watched = Watch(id, kind, unit.phase);  // timed from the wait: posting early is no hang
+    const int64_t cpu = device_->ThreadCpuNs();
     Status s = f();
     Unwatch(watched);
-    Record(unit, kind, start_ns, bytes, group, lane, id);
+    Record(unit, kind, start_ns, bytes, group, lane, id, -1, CpuSince(cpu));
     return s;
   }
   // Runs f (which takes int64_t* comm_end_ns and returns Status) as two of the compute thread's
@@ -135,6 +139,7 @@ class OpRecorder {
       return failure_;
     }
     const int64_t start = device_->NowNs();
+    const int64_t cpu = device_->ThreadCpuNs();
     int64_t comm_end = start;
     const bool first_is_comm = LaneOf(first) == TP_COMM;
     const int watched = Watch(first_is_comm ? a : b, first_is_comm ? first : second, unit_.phase);
@@ -144,7 +149,8 @@ class OpRecorder {
     const OpKind compute = first_is_comm ? second : first;
     const uint32_t compute_id = first_is_comm ? b : a;
     Record(unit_, first_is_comm ? first : second, start, bytes, NO_GROUP, TP_COMM, first_is_comm ? a : b, comm_end);
-    Record(unit_, compute, start, 0.0, NO_GROUP, COMPUTE, compute_id);
+    // One thread ran both: its CPU time is the compute op's (the collective's pieces inside it).
+    Record(unit_, compute, start, 0.0, NO_GROUP, COMPUTE, compute_id, -1, CpuSince(cpu));
     Release(a);
     Release(b);
     CheckDevice(compute, compute_id);
@@ -177,8 +183,13 @@ class OpRecorder {
   }
   // Ends the op at end_ns, or now (the clock read under the lock) when end_ns is -1. id kUnplanned:
   // the next id outside the program (in end order without a gate).
+  // cpu_ns: the op's thread CPU time (TraceEvent.cpu_ns), -1 where the device has none.
   void Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group, Lane lane,
-              uint32_t id, int64_t end_ns = -1);
+              uint32_t id, int64_t end_ns = -1, int64_t cpu_ns = -1);
+  // The calling thread's CPU time since `cpu_start` (ThreadCpuNs), -1 where the device has none.
+  int64_t CpuSince(int64_t cpu_start) const {
+    return cpu_start < 0 ? -1 : device_->ThreadCpuNs() - cpu_start;
+  }
   void CheckDevice(OpKind kind, uint32_t id);
 
   Device* device_;

@@ -17,6 +17,13 @@ bool IsDpCollective(OpKind k) { return k == DP_REDUCE_SCATTER || k == DP_ALL_GAT
 
 bool IsLayerCompute(OpKind k) { return k <= CROSS_ENTROPY; }
 
+// An op's own time: its thread's CPU time where the trace has it (the CPU device: without the
+// time the OS gave other ranks sharing its core, which the simulator's core pools model), else
+// its wall time.
+double OwnSeconds(const TraceEvent& e) {
+  return (e.has_cpu_ns() ? e.cpu_ns() : e.end_ns() - e.start_ns()) * 1e-9;
+}
+
 // The update's memory-bound time of stage `stage` (its program's OPTIMIZER_STEP op).
 double UpdateFormula(const CostModel& cost, const StageProgram& program) {
   for (const Op& op : program.ops()) {
@@ -25,20 +32,26 @@ double UpdateFormula(const CostModel& cost, const StageProgram& program) {
   return 0;
 }
 
-// What the plan prices on the step's end of a stage besides the update: its DP collectives.
-double DpSeconds(const StageProgram& program) {
+// What the plan prices on the step's end of a stage besides the update: its DP collectives, with
+// their polling where ranks share cores (`cpu_share` of their time, by kind; the simulator adds it).
+double DpSeconds(const StageProgram& program, const std::map<OpKind, double>& cpu_share) {
   double s = 0;
   for (const Op& op : program.ops()) {
-    if (IsDpCollective(op.kind())) s += op.duration_s();
+    if (!IsDpCollective(op.kind())) continue;
+    const auto share = cpu_share.find(op.kind());
+    s += op.duration_s() * (1 + (share != cpu_share.end() ? share->second : 0));
   }
   return s;
 }
+
+bool IsTransfer(OpKind k) { return k == PP_SEND || k == PP_RECV || IsDpCollective(k); }
 
 }  // namespace
 
 Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::vector<PlanSample>& samples) {
   // Per kind over every size (group_size 0), and for collectives per group size too.
   std::map<std::pair<OpKind, int>, KindFit> kinds;
+  std::map<OpKind, std::pair<double, double>> comm_cpu;  // PP and DP ops: (CPU time, wall time)
   auto add = [&](OpKind kind, int tp, double measured, double formula) {
     for (int size : {0, IsTpCollective(kind) ? tp : -1}) {
       if (size < 0) continue;
@@ -56,32 +69,48 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
     const OpShape shape = OpShapeOf(plan.model(), plan.layout(), plan.training().micro_batch());
     const RankLayout ranks(plan.layout());
     // A TP collective's peers are in lockstep (plan.proto): the op lasts from when the last peer
-    // is ready, and the simulator adds the wait for it on its own. So one instance's time is the
-    // shortest among its peers (the last to arrive waits for no one); each peer's own time would
-    // count the wait twice. Key: (step, stage, replica, op id).
-    std::map<std::tuple<int, int, int, uint32_t>, double> tp_instance;
+    // is ready, and the simulator adds the wait for it on its own. So one instance's wall time is
+    // the shortest among its peers (the last to arrive waits for no one); each peer's own time
+    // would count the wait twice. Its CPU time (cpu_ns) is the peers' mean: an early peer's
+    // polling while it waits takes its core from the ranks beside it as the work does. Key:
+    // (step, stage, replica, op id).
+    struct Instance {
+      double least = 0, sum = 0;
+      int peers = 0;
+    };
+    std::map<std::tuple<int, int, int, uint32_t>, Instance> tp_instance;
+    bool cpu_times = false;
     for (const TraceEvent& e : sample.events) {
       const OpKind kind = e.kind();
-      const double measured = (e.end_ns() - e.start_ns()) * 1e-9;
+      const double measured = OwnSeconds(e);
+      cpu_times = cpu_times || e.has_cpu_ns();
       if (IsLayerCompute(kind)) {
         add(kind, shape.tp, measured, cost.FormulaTime(kind, e.phase(), shape));
       } else if (IsTpCollective(kind) && e.microbatch() >= 0) {
         const std::tuple<int, int, int, uint32_t> key{e.step(), e.stage(), ranks.CoordsOf(e.rank()).dp, e.op_id()};
-        auto [it, fresh] = tp_instance.emplace(key, measured);
-        if (!fresh) it->second = std::min(it->second, measured);
+        Instance& in = tp_instance[key];
+        in.least = in.peers == 0 ? measured : std::min(in.least, measured);
+        in.sum += measured;
+        ++in.peers;
       } else if (kind == OPTIMIZER_STEP) {
         add(kind, shape.tp, measured, UpdateFormula(cost, plan.stages(e.stage())));
+      } else if (IsTransfer(kind) && e.has_cpu_ns()) {
+        std::pair<double, double>& c = comm_cpu[kind];
+        c.first += measured;
+        c.second += (e.end_ns() - e.start_ns()) * 1e-9;
       }
       // else: the optimizer's own reductions, part of the step's end
     }
-    for (const auto& [key, measured] : tp_instance) {
+    for (const auto& [key, in] : tp_instance) {
       const Op& op = plan.stages(std::get<1>(key)).ops(static_cast<int>(std::get<3>(key)));
-      add(op.kind(), shape.tp, measured, cost.TpRingTime(op.kind(), shape.tp, TpActivationBytes(shape)));
+      add(op.kind(), shape.tp, cpu_times ? in.sum / in.peers : in.least,
+          cost.TpRingTime(op.kind(), shape.tp, TpActivationBytes(shape)));
     }
   }
   CalibrationFit fit;
   fit.calibration = base;
   fit.calibration.clear_op_scale();
+  fit.calibration.clear_comm_cpu();
   for (const auto& [key, k] : kinds) {
     if (!(k.formula_s > 0)) {
       return Status::InvalidInput("calibrate: the cost model gives " + OpKind_Name(k.kind) +
@@ -93,19 +122,41 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
     if (k.group_size > 0) s->set_group_size(k.group_size);
     s->set_factor(std::max(k.measured_s, 1e-12) / k.formula_s);
   }
+  // The host's CPU beyond the ops, per op: the mean over the samples that measured it, weighted
+  // by their ops; else the base's.
+  double host_sum = 0, host_ops = 0;
+  for (const PlanSample& sample : samples) {
+    if (sample.host_cpu_per_op_s < 0) continue;
+    host_sum += sample.host_cpu_per_op_s * sample.events.size();
+    host_ops += sample.events.size();
+  }
+  if (host_ops > 0) fit.calibration.set_host_cpu_per_op_s(host_sum / host_ops);
+  std::map<OpKind, double> cpu_share;
+  for (const auto& [kind, c] : comm_cpu) {
+    cpu_share[kind] = c.second > 0 ? std::min(1.0, c.first / c.second) : 0;
+    OpCpuShare* t = fit.calibration.add_comm_cpu();
+    t->set_kind(OpKind_Name(kind));
+    t->set_share(cpu_share[kind]);
+  }
   const GpuCalibration scaled = FromDeviceCalibration(fit.calibration);
 
   double measured = 0, priced = 0;
   for (const PlanSample& sample : samples) {
     const Plan& plan = sample.plan;
     const CostModel cost(plan.cluster());
-    // Per rank and step: the last end of an op of the passes and the first start of any op.
+    // Per rank and step: the last end of an op of the passes and the first start of any op;
+    // per rank, the update's wall time (summed over steps) and its steps.
     std::map<std::pair<int, int>, int64_t> pass_end, first_start;
+    std::map<int, std::pair<double, int>> update;
     for (const TraceEvent& e : sample.events) {
       const std::pair<int, int> key{e.rank(), e.step()};
       auto [f, fresh] = first_start.emplace(key, e.start_ns());
       if (!fresh) f->second = std::min(f->second, e.start_ns());
       if (e.microbatch() >= 0) pass_end[key] = std::max(pass_end[key], e.end_ns());
+      if (e.kind() == OPTIMIZER_STEP) {
+        update[e.rank()].first += (e.end_ns() - e.start_ns()) * 1e-9;
+        ++update[e.rank()].second;
+      }
     }
     std::map<int, std::pair<double, int>> tail;  // rank -> (sum, steps)
     for (const auto& [key, end] : pass_end) {
@@ -123,7 +174,12 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
     if (best < 0) continue;  // a single step: no step end seen
     const StageProgram& program = plan.stages(RankLayout(plan.layout()).CoordsOf(best_rank).pp);
     measured += best;
-    priced += scaled.OpScale(OPTIMIZER_STEP) * UpdateFormula(cost, program) + DpSeconds(program);
+    // The update as that rank ran it (on shared cores, slowed by the other ranks' updates beside
+    // it, as the simulator's core pools slow it), else as priced.
+    const auto u = update.find(best_rank);
+    const double update_s = u != update.end() ? u->second.first / u->second.second
+                                              : scaled.OpScale(OPTIMIZER_STEP) * UpdateFormula(cost, program);
+    priced += update_s + DpSeconds(program, cpu_share);
     ++fit.plans_with_step_end;
   }
   if (fit.plans_with_step_end > 0) {

@@ -2,14 +2,16 @@
 // exec/calibrate.h measured: the executor's own ops at the plans' shapes and the step's end.
 //  * op_scale: per op kind, the measured time of all its ops over the cost model's formula for
 //    them (CostModel::FormulaTime for compute, TpRingTime for TP collectives, the update's
-//    memory-bound time for OPTIMIZER_STEP), with the base's hardware figures. A TP collective's
+//    memory-bound time for OPTIMIZER_STEP), with the base's hardware figures. An op's time is its
+//    thread's CPU time where the trace has it (TraceEvent.cpu_ns: the CPU device, where ranks may
+//    share cores and the simulator shares them itself), else its wall time. A TP collective's
 //    measured time is the shortest among its peers' events of the same instance (step, stage,
 //    replica, op id): the lockstep semantics of plan.proto start it when the last peer is ready,
 //    and the simulator adds the wait for that peer itself. TP collectives are also fitted per
 //    group size (on shared cores a TP group's time depends on the layout around it, not only on
 //    the bytes: docs/calibrate.md);
 //  * step_overhead_s: the step's end beyond what the plan already prices there (the optimizer's
-//    update, the program's DP collectives): the executor's own reductions outside the plan, the
+//    update as that rank ran it, the program's DP collectives): the executor's own reductions outside the plan, the
 //    loss all-reduce, the trace gather. A rank's step end is the time from its last op of the
 //    passes to its first op of the next step (one rank's clock: ranks' trace origins differ by a
 //    barrier's skew); the rank that waits least there (the last to finish its passes) is the one
@@ -30,6 +32,8 @@ namespace megascale {
 struct PlanSample {
   Plan plan;
   std::vector<TraceEvent> events;   // every rank's ops, several consecutive steps
+  // The processes' CPU time beyond their ops', per op (exec/calibrate.h PlanOpTimes); < 0 unknown.
+  double host_cpu_per_op_s = -1;
 };
 
 struct KindFit {

@@ -140,8 +140,11 @@ double CostModel::FormulaTime(OpKind kind, Phase phase, const OpShape& shape) co
 
 double CostModel::OptimizerStepTime(double params, bool data_pipeline_overlap) const {
   const OpCost update = OptimizerCost(params);
-  return constants_.OpScale(OPTIMIZER_STEP) * MemoryBoundTime(update.bytes) + constants_.step_overhead_s +
-         (data_pipeline_overlap ? 0 : constants_.data_loading_s);
+  return constants_.OpScale(OPTIMIZER_STEP) * MemoryBoundTime(update.bytes) + StepFixedTime(data_pipeline_overlap);
+}
+
+double CostModel::StepFixedTime(bool data_pipeline_overlap) const {
+  return constants_.step_overhead_s + (data_pipeline_overlap ? 0 : constants_.data_loading_s);
 }
 
 double CostModel::TpCollectiveTime(OpKind kind, int tp, double bytes) const {

@@ -73,6 +73,8 @@ class CostModel {
   // The optimizer's update of `params` local parameters plus the per-step host overhead (and the
   // data loading when it is not overlapped): what runs between two steps.
   double OptimizerStepTime(double params, bool data_pipeline_overlap) const;
+  // Of that, what is not the update's work on the device: the host overhead and the data loading.
+  double StepFixedTime(bool data_pipeline_overlap) const;
 
   // A TP collective (TP_ALL_GATHER, TP_REDUCE_SCATTER, TP_ALL_REDUCE) of `bytes` (full buffer)
   // among tp GPUs of one node: the ring's time times the kind's op_scale.

@@ -188,6 +188,7 @@ class StageBuilder {
     const OpCost opt = OptimizerCost(local_params);
     Op op = MakeOp(OPTIMIZER_STEP, COMPUTE, OPTIMIZER, CLOSED_FORM,
                    in_.layer.cost->OptimizerStepTime(local_params, in_.data_pipeline_overlap) + TiedSyncSeconds());
+    op.set_fixed_s(in_.layer.cost->StepFixedTime(in_.data_pipeline_overlap) + TiedSyncSeconds());
     op.set_mem_bytes(opt.bytes);
     w_.Chain(std::move(op));
   }

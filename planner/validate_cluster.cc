@@ -1,6 +1,8 @@
 // Rules and defaults of the cluster block.
 #include "planner/validate_util.h"
 
+#include <set>
+
 #include "planner/plan.pb.h"
 #include "topology/hardware.h"
 
@@ -71,6 +73,28 @@ Status ResolveCalibration(DeviceCalibration* d) {
     MS_CHECK_FIELD(s.factor() > 0 && s.factor() <= 1e6, field + ".factor", s.factor(),
                    "must be > 0 and at most 1e6");
     MS_CHECK_RANGE(s.group_size(), 0, kMaxGpus, field + ".group_size", "0 = any size");
+  }
+  for (int i = 0; i < d->comm_cpu_size(); ++i) {
+    const OpCpuShare& t = d->comm_cpu(i);
+    const std::string field = f + "comm_cpu[" + Num(i) + "]";
+    OpKind kind;
+    MS_CHECK_FIELD(OpKind_Parse(t.kind(), &kind) && (kind == PP_SEND || kind == PP_RECV || kind == DP_ALL_REDUCE ||
+                                                      kind == DP_REDUCE_SCATTER || kind == DP_ALL_GATHER),
+                   field + ".kind", "\"" + t.kind() + "\"",
+                   "must name a PP or DP op kind of planner/plan.proto (PP_SEND, PP_RECV, DP_REDUCE_SCATTER, ...)");
+    MS_CHECK_RANGE(t.share(), 0.0, 1.0, field + ".share", "a core's share while the op is in flight");
+  }
+  MS_CHECK_RANGE(d->host_cpu_per_op_s(), 0.0, 1.0, f + "host_cpu_per_op_s", "seconds of one core per op");
+  std::set<int> pooled;
+  for (int i = 0; i < d->core_pool_size(); ++i) {
+    const CorePool& p = d->core_pool(i);
+    const std::string field = f + "core_pool[" + Num(i) + "]";
+    MS_CHECK_RANGE(p.cores(), 1, 1 << 20, field + ".cores", "the cores the pool's ranks share");
+    MS_CHECK_FIELD(p.ranks_size() > 0, field + ".ranks", p.ranks_size(), "must list the ranks that share the cores (it lists none)");
+    for (int r : p.ranks()) {
+      MS_CHECK_RANGE(r, 0, kMaxGpus - 1, field + ".ranks", "a rank of the calibrated world");
+      MS_CHECK_FIELD(pooled.insert(r).second, field + ".ranks", r, "must not be in another pool too");
+    }
   }
   return Status::Ok();
 }

@@ -37,6 +37,7 @@ GroupActor::GroupActor(SimWorld* world, int stage, int replica, int index)
     own_failure = std::min(own_failure, world->faults.fail_time_s[g]);
   }
   speeds_equal_ = std::all_of(speed_.begin(), speed_.end(), [&](double s) { return s == speed_[0]; });
+  pooled_ = std::any_of(gpus_.begin(), gpus_.end(), [&](int g) { return world->pools.pool_of_gpu[g] >= 0; });
   if (own_failure < horizon_) {
     horizon_ = own_failure;
     own_failure_ = true;
@@ -139,9 +140,10 @@ bool GroupActor::ResolveLanes() {
       ComputeReady(id, lane, cursor_[lane]);
       progress = true;
       const OpClass cls = info_->cls[id];
-      if (cls == OpClass::kCompute) {
+      const bool on_cores = pooled_ && (cls == OpClass::kCompute || cls == OpClass::kTp);
+      if (cls == OpClass::kCompute && !on_cores) {
         for (int k = 0; k < tp_; ++k) scratch_end_[k] = ready_[k] + op.duration_s() / speed_[k];
-      } else if (cls == OpClass::kTp) {
+      } else if (cls == OpClass::kTp && !on_cores) {
         // Lockstep: the collective runs once every peer has reached it; a peer that arrived
         // early shows the wait inside its event.
         const double start = *std::max_element(ready_.begin(), ready_.end());
@@ -150,6 +152,7 @@ bool GroupActor::ResolveLanes() {
         NetOp& n = net_[lane];
         n = NetOp{};
         n.active = true;
+        n.core = on_cores;
         n.op = id;
         n.cls = cls;
         n.ready = ready_;

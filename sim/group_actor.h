@@ -7,8 +7,13 @@
 //    time among the group's GPUs: the group is in lockstep) and become SimGrid flows per GPU: one
 //    for a PP transfer, one per channel to the ring successor for a DP ring, one per channel to
 //    each tree neighbour for a DP tree (planner/collective_cost.h).
+//  * where the group's ranks share host cores (sim/core_pools.h), its compute and TP ops are work
+//    on those cores instead of closed forms: posted like network ops (a TP collective once every
+//    peer is ready), each GPU's work a flow over its core link and its pool's link, so the pool's
+//    cores are shared among the ops running on them (planner/plan.proto, "Shared cores").
 // Between network events the actor sleeps in one wait_any over its flows and its doorbell, so
-// SimGrid only sees network traffic. Step k+1 starts when the whole step k program has ended.
+// SimGrid only sees network traffic (and pooled cores' work). Step k+1 starts when the whole step
+// k program has ended.
 #pragma once
 
 #include <cstdint>
@@ -45,9 +50,11 @@ class GroupActor {
     int32_t var = -1;   // offset of per-GPU ends in pool_ when they differ, else -1
     uint8_t status = kUnresolved;
   };
-  // The network op a lane is blocked on (a lane runs one op at a time).
+  // The network op a lane is blocked on (a lane runs one op at a time), or its work on shared
+  // cores (`core`: a compute or TP op of a pooled group).
   struct NetOp {
     bool active = false;
+    bool core = false;
     uint32_t op = 0;
     OpClass cls = OpClass::kPp;
     std::vector<double> ready;  // per GPU: when the op was ready there (its trace start)
@@ -59,6 +66,7 @@ class GroupActor {
     DpCollective* dp = nullptr;
     DpKey dp_key{};
     bool own_flows_started = false;
+    FlowSet work;  // core: each GPU's work on its cores
   };
   // One flow this actor started and waits on: flow k of `flows`; `notify` is woken when the set ends.
   struct OwnedFlow {
@@ -94,6 +102,8 @@ class GroupActor {
   void Post(NetOp& n);
   void PostPp(NetOp& n, const Op& op);
   void PostDp(NetOp& n, const Op& op);
+  // Starts each GPU's `work_s` (stretched by 1/speed where `stretch`) on its cores.
+  void StartCoreWork(NetOp& n, double work_s, bool stretch);
   bool NetOpEnds(const NetOp& n, std::vector<double>* ends) const;
   void Release(const NetOp& n);
   void StartRing(DpCollective& c);
@@ -116,6 +126,7 @@ class GroupActor {
   std::vector<int> gpus_;      // GPU (= rank) of each TP index
   std::vector<double> speed_;  // per GPU
   bool speeds_equal_ = true;
+  bool pooled_ = false;        // some GPU of the group shares host cores
   double horizon_;             // min(own failure time, job end)
   bool own_failure_ = false;   // horizon_ is this group's failure
   EventQueue events_;

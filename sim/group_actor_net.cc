@@ -47,6 +47,20 @@ bool GroupActor::AdvanceNetOps() {
       n.own_flows_started = true;
     }
     if (NetOpEnds(n, &scratch_end_)) {
+      const SimCorePools& pools = world_->pools;
+      const double share = pools.comm_cpu_share[info_->program->ops(static_cast<int>(n.op)).kind()];
+      if (!n.core && pooled_ && share + pools.host_cpu_per_op_s > 0) {
+        // On shared cores the transfer's end is not the op's: the CPU its thread polled with while
+        // in flight (share x its time) follows on the rank's cores, beside the other ranks' work.
+        double cpu = 0;
+        for (int k = 0; k < tp_; ++k) cpu = std::max(cpu, share * (scratch_end_[k] - n.ready[k]));
+        Release(n);
+        n.core = true;
+        n.deadline = kNever;
+        StartCoreWork(n, cpu, false);
+        progress = true;
+        continue;
+      }
       Finish(n.op, n.ready, scratch_end_);
       Release(n);
       n.active = false;
@@ -61,7 +75,12 @@ void GroupActor::Post(NetOp& n) {
   const Op& op = info_->program->ops(static_cast<int>(n.op));
   n.posted = true;
   n.deadline = n.post + world_->sim.collective_timeout_s();
-  if (n.cls == OpClass::kPp) {
+  if (n.core) {
+    n.deadline = kNever;  // work on the host's cores has no collective timeout
+    // The op's own work; its fixed part (the step's overhead) follows once the work is done. A
+    // slow GPU stretches compute only.
+    StartCoreWork(n, std::max(0.0, op.duration_s() - op.fixed_s()), n.cls == OpClass::kCompute);
+  } else if (n.cls == OpClass::kPp) {
     PostPp(n, op);
   } else {
     PostDp(n, op);
@@ -130,8 +149,40 @@ void GroupActor::PostDp(NetOp& n, const Op& op) {
   }
 }
 
+void GroupActor::StartCoreWork(NetOp& n, double work_s, bool stretch) {
+  const double now = sg4::Engine::get_clock();
+  FlowSet& f = n.work;
+  f.end.assign(tp_, -1.0);
+  f.remaining = 0;
+  f.started = true;
+  static char payload;
+  for (int k = 0; k < tp_; ++k) {
+    const int g = gpus_[k];
+    const int pool = world_->pools.pool_of_gpu[g];
+    if (pool < 0) {  // a GPU of the group that owns its device: closed form
+      f.end[k] = now + (stretch ? work_s / speed_[k] : work_s);
+      continue;
+    }
+    world_->platform.router->ExpectLinks(index_, {world_->platform.core_link[g], world_->platform.pool_link[pool]},
+                                         0.0);
+    // The process's own CPU around each op (the executor's hand-offs, the OS's switches) comes too.
+    const double seconds = (stretch ? work_s / speed_[k] : work_s) + world_->pools.host_cpu_per_op_s;
+    const auto bytes = static_cast<uint64_t>(std::max(1.0, std::round(seconds * kCoreWorkBytesPerSecond)));
+    sg4::CommPtr send = flows_->put_async(&payload, bytes);
+    waits_.push_back(flows_->get_async<void>(&flow_slot_));
+    owned_.push_back(OwnedFlow{&f, k, nullptr, std::move(send), -1, 0});
+    ++f.remaining;
+  }
+}
+
 bool GroupActor::NetOpEnds(const NetOp& n, std::vector<double>* ends) const {
   if (!n.posted) return false;
+  if (n.core) {
+    if (n.work.remaining > 0) return false;
+    const double fixed = info_->program->ops(static_cast<int>(n.op)).fixed_s();
+    for (int k = 0; k < tp_; ++k) (*ends)[k] = n.work.end[k] + fixed;
+    return true;
+  }
   if (n.cls == OpClass::kPp) {
     const FlowSet& f = n.pp->flows;
     if (!f.started || f.remaining > 0) return false;
@@ -163,6 +214,7 @@ bool GroupActor::NetOpEnds(const NetOp& n, std::vector<double>* ends) const {
 }
 
 void GroupActor::Release(const NetOp& n) {
+  if (n.core) return;  // nothing shared with other groups
   if (n.cls == OpClass::kPp) {
     if (++n.pp->sides_finished == 2) world_->pp.erase(n.pp_key);
   } else if (++n.dp->finished == static_cast<int>(n.dp->members.size())) {

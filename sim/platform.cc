@@ -11,6 +11,7 @@
 #include <simgrid/s4u/Link.hpp>
 
 #include "planner/calibration.h"
+#include "sim/core_pools.h"
 
 namespace megascale {
 namespace {
@@ -47,7 +48,7 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
   }
 
  private:
-  std::vector<StandardLinkImpl*> links_;  // by the cluster's dense link id
+  std::vector<StandardLinkImpl*> links_;  // by the cluster's dense link id, then the core links
   StandardLinkImpl* loopback_ = nullptr;
   topology::DeadSwitches dead_;
   struct Expected {
@@ -78,7 +79,8 @@ void ConfigureSimGrid() {
   sg4::Engine::set_config("network/TCP-gamma", 0.0);
 }
 
-Platform BuildPlatform(const topology::Cluster& cluster, int num_agents, NetworkCalibration net) {
+Platform BuildPlatform(const topology::Cluster& cluster, int num_agents, NetworkCalibration net,
+                       const SimCorePools& pools) {
   // The first zone created becomes SimGrid's root zone, which owns it from then on.
   auto* zone = new ClusterZone(num_agents);
   Platform platform;
@@ -97,6 +99,23 @@ Platform BuildPlatform(const topology::Cluster& cluster, int num_agents, Network
     link->set_sharing_policy(sg4::Link::SharingPolicy::SHARED);
     zone->AddLink(link->seal()->get_impl());
     platform.links.push_back(link);
+  }
+  // Core links: no latency (work starts at once), so every pooled op has the same max-min weight
+  // and a pool's cores are shared equally among its running ops.
+  auto add_core_link = [&](const std::string& name, double cores) {
+    sg4::Link* link = zone->create_link(name, {cores * kCoreWorkBytesPerSecond});
+    link->set_latency(0);
+    link->set_sharing_policy(sg4::Link::SharingPolicy::SHARED);
+    zone->AddLink(link->seal()->get_impl());
+    platform.links.push_back(link);
+    return static_cast<int>(platform.links.size()) - 1;
+  };
+  for (size_t p = 0; p < pools.cores.size(); ++p) {
+    platform.pool_link.push_back(add_core_link("pool" + std::to_string(p), pools.cores[p]));
+  }
+  platform.core_link.assign(pools.pool_of_gpu.size(), -1);
+  for (size_t g = 0; g < pools.pool_of_gpu.size(); ++g) {
+    if (pools.pool_of_gpu[g] >= 0) platform.core_link[g] = add_core_link("core" + std::to_string(g), 1);
   }
   // Wake-ups are zero-byte messages; the loopback must not delay them (0 latency), and SimGrid
   // refuses a route without links and without latency.

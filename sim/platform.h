@@ -31,6 +31,8 @@
 
 namespace megascale {
 
+struct SimCorePools;
+
 class FlowRouter {
  public:
   virtual ~FlowRouter() = default;
@@ -56,7 +58,11 @@ NetworkCalibration NetworkCalibrationFor(const ClusterSpec& cluster);
 
 struct Platform {
   std::vector<simgrid::s4u::Host*> agents;  // one per actor, by actor index
-  std::vector<simgrid::s4u::Link*> links;   // by the cluster's dense link id
+  std::vector<simgrid::s4u::Link*> links;   // by the cluster's dense link id, then the core links
+  // Ranks that share cores (sim/core_pools.h): a pooled GPU's work crosses its own core link (one
+  // core at most) and its pool's link (the pool's cores), both as ids into `links`; -1 elsewhere.
+  std::vector<int> core_link;  // per GPU
+  std::vector<int> pool_link;  // per pool
   FlowRouter* router = nullptr;             // owned by SimGrid (the root zone)
   NetworkCalibration net;
 
@@ -71,7 +77,9 @@ struct Platform {
 // LMM components), no TCP-gamma window cap.
 void ConfigureSimGrid();
 
-// Links carry Platform::Capacity; hosts, one per agent, are the actors'.
-Platform BuildPlatform(const topology::Cluster& cluster, int num_agents, NetworkCalibration net);
+// Links carry Platform::Capacity; hosts, one per agent, are the actors'. Core pools add a link per
+// pooled GPU and per pool, carrying kCoreWorkBytesPerSecond per core.
+Platform BuildPlatform(const topology::Cluster& cluster, int num_agents, NetworkCalibration net,
+                       const SimCorePools& pools);
 
 }  // namespace megascale

@@ -95,8 +95,9 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   const int num_actors = plan.layout().pp() * dp;
   const int num_background = static_cast<int>(world.faults.background.size());
   // Agent hosts: the workers, the monitor, one per background entry.
+  world.pools = CorePoolsOf(plan);
   world.platform = BuildPlatform(cluster, num_actors + 1 + num_background,
-                                 NetworkCalibrationFor(plan.cluster()));
+                                 NetworkCalibrationFor(plan.cluster()), world.pools);
 
   sink->OnHeader(MakeHeader(plan));
   for (int s = 0; s < plan.layout().pp(); ++s) {

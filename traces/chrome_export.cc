@@ -120,6 +120,10 @@ void WriteEvent(const TraceEvent& e, ChromeWriter* w) {
     b.append(",\"stage\":");
     AppendInt(e.stage(), &b);
   }
+  if (e.has_cpu_ns()) {  // the CPU device: the op's thread CPU time, in µs like ts and dur
+    b.append(",\"cpu_us\":");
+    AppendMicros(e.cpu_ns(), &b);
+  }
   b.append("}}");
   w->MaybeFlush();
 }

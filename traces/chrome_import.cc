@@ -240,6 +240,9 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
       if (!Group_IsValid(group)) Refuse(index, "args.group", args["group"], "must name a Group (0 to 4)");
       ev.set_group(static_cast<Group>(group));
       if (args.contains("stage")) ev.set_stage(Arg<int>(args, "stage", 0, index, 0, kMaxRanks - 1));
+      if (args.contains("cpu_us")) {
+        ev.set_cpu_ns(MicrosToNs(args, "cpu_us", index, kMaxDurationMicros, /*non_negative=*/true));
+      }
       ordered.OnEvent(ev);
       ++stats.events;
     } else if (ph == "i" && e.value("cat", "") == "status") {

@@ -207,5 +207,81 @@ TEST(DeviceCalibration, TheFitRecoversTheScalesAndTheStepOverheadItIsGiven) {
   EXPECT_GT(fit->calibration.step_overhead_s(), 0);
 }
 
+TEST(DeviceCalibration, TheFitTakesAnOpsOwnCpuTimeWhereTheTraceHasIt) {
+  // On shared cores an op's wall time holds the time the OS ran other ranks; its thread's CPU
+  // time (TraceEvent.cpu_ns) is its own work, which the simulator's core pools share themselves.
+  const DeviceCalibration base = Measured();
+  Result<Scenario> resolved = ResolveScenario(CpuScenario(&base));
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  Result<Plan> plan = BuildPlan(*resolved);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const CostModel cost(plan->cluster());
+  const OpShape shape = OpShapeOf(plan->model(), plan->layout(), 1);
+  const RankLayout ranks(plan->layout());
+  PlanSample sample;
+  sample.plan = *plan;
+  for (int rank = 0; rank < plan->world_size(); ++rank) {
+    const StageProgram& program = plan->stages(ranks.CoordsOf(rank).pp);
+    int64_t t = 0;
+    for (const Op& op : program.ops()) {
+      double own = 0;
+      if (op.kind() == QKV_GEMM) {
+        own = 0.7 * cost.FormulaTime(op.kind(), op.phase(), shape);
+      } else if (op.kind() == TP_ALL_GATHER && op.microbatch() >= 0) {
+        // The peers' CPU times differ (an early peer polls while it waits, taking its core from the
+        // ranks beside it): the op's CPU is their mean.
+        own = (ranks.CoordsOf(rank).tp == 0 ? 3 : 5) * cost.TpRingTime(op.kind(), 2, TpActivationBytes(shape));
+      } else if (op.kind() == PP_RECV) {
+        own = 1e-4;  // a quarter of its wall time (below): it polls with a quarter of a core
+      } else {
+        continue;
+      }
+      TraceEvent e;
+      e.set_rank(rank);
+      e.set_step(0);
+      e.set_op_id(op.id());
+      e.set_kind(op.kind());
+      e.set_phase(op.phase());
+      e.set_stage(program.stage());
+      e.set_microbatch(op.microbatch());
+      e.set_start_ns(t);
+      t += static_cast<int64_t>(4 * own * 1e9);  // descheduled for three quarters of it
+      e.set_end_ns(t);
+      e.set_cpu_ns(static_cast<int64_t>(own * 1e9));
+      sample.events.push_back(e);
+    }
+  }
+  Result<CalibrationFit> fit = FitCalibration(base, {sample});
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  const GpuCalibration got = FromDeviceCalibration(fit->calibration);
+  EXPECT_NEAR(got.OpScale(QKV_GEMM), 0.7, 1e-3);
+  EXPECT_NEAR(got.OpScale(TP_ALL_GATHER), 4.0, 4e-3);
+  ASSERT_EQ(fit->calibration.comm_cpu_size(), 1);
+  EXPECT_EQ(fit->calibration.comm_cpu(0).kind(), "PP_RECV");
+  EXPECT_NEAR(fit->calibration.comm_cpu(0).share(), 0.25, 1e-3);
+}
+
+TEST(DeviceCalibration, ACorePoolOutOfItsRulesIsNamed) {
+  DeviceCalibration d = Measured();
+  CorePool* p = d.add_core_pool();
+  p->add_ranks(0);
+  p->add_ranks(2);
+  p->set_cores(0);
+  Result<Scenario> r = ResolveScenario(CpuScenario(&d));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cluster.calibration.core_pool[0].cores"), std::string::npos)
+      << r.status().message();
+  p->set_cores(1);
+  CorePool* q = d.add_core_pool();
+  q->add_ranks(2);
+  q->set_cores(1);
+  r = ResolveScenario(CpuScenario(&d));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("core_pool[1].ranks"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("another pool"), std::string::npos) << r.status().message();
+  d.mutable_core_pool()->RemoveLast();
+  EXPECT_TRUE(ResolveScenario(CpuScenario(&d)).ok());
+}
+
 }  // namespace
 }  // namespace megascale
