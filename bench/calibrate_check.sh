@@ -7,11 +7,14 @@
 #   run-tiny-8    TP 2 x PP 2 x DP 2, 1F1B (the shipped scenario)
 #   interleaved   TP 2 x PP 2 (2 virtual stages) x DP 2, 4 layers
 #   tp-heavy      TP 4 x PP 2 x DP 1
-# 1. `megascale calibrate` times the executor's ops at the shapes of CALIBRATE_ON (default: the
-#    first scenario only, so the other two are predicted from shapes the calibration never ran;
-#    CALIBRATE_ON=all times all three) and writes calibration.textproto;
-# 2. `megascale simulate` predicts each layout's step (the scenarios name the calibration file);
-# 3. `megascale run --trace` runs each REPEATS times (default 3) for STEPS steps (default 60): a
+# 1. `megascale calibrate`, before and after each layout's runs, times the executor's ops at the shapes of
+#    CALIBRATE_ON (default all:
+#    each layout's shapes and TP group size, as docs/calibrate.md says to calibrate; first: only
+#    run-tiny-8's, so the other two are predicted from shapes the calibration never ran), for
+#    STEPS steps after WARMUP as the runs) and writes calibration.textproto;
+# 2. `megascale simulate` predicts each layout's step with each calibration (the scenarios name
+#    the calibration file); the prediction is their mean (the compare below: the last one's);
+# 3. `megascale run --trace` runs each REPEATS times (default 5) for STEPS steps (default 60): a
 #    run's step is the median of its steps after WARMUP (default 5), the trace gather included, as
 #    calibrate ran it; the measured step is the median over the runs (8 ranks sharing 2 cores move
 #    one run's median by up to 15 %: the spread is printed);
@@ -26,8 +29,8 @@ BIN=$(readlink -f "$BUILD/megascale")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${STEPS:-60}
 WARMUP=${WARMUP:-5}
-REPEATS=${REPEATS:-3}
-CALIBRATE_ON=${CALIBRATE_ON:-first}
+REPEATS=${REPEATS:-5}
+CALIBRATE_ON=${CALIBRATE_ON:-all}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun -np 8 --oversubscribe --bind-to core:overload-allowed)
 PY=/usr/bin/python3
@@ -51,25 +54,33 @@ names=(run-tiny-8 interleaved tp-heavy)
 
 cal=("$WORK/run-tiny-8.textproto")
 [ "$CALIBRATE_ON" = all ] && cal=("$WORK/run-tiny-8.textproto" "$WORK/interleaved.textproto" "$WORK/tp-heavy.textproto")
-echo "== megascale calibrate on: ${cal[*]##*/}"
-(cd "$WORK" && "${MPIRUN[@]}" "$BIN" calibrate -q --warmup "$WARMUP" --iterations "$STEPS" -o calibration.textproto "${cal[@]}")
+echo "== megascale calibrate on: ${cal[*]##*/} (again before each layout's runs)"
 
 printf '\n%-12s %14s %14s %10s   %s\n' layout "predicted (s)" "measured (s)" measured/predicted "runs' medians (s)"
 for n in "${names[@]}"; do
   s="$WORK/$n.textproto"
-  "$BIN" simulate -q "$s" --json --trace "$WORK/$n.sim.trace" > "$WORK/$n.sim.json"
+  # Calibrated right before and right after the runs it predicts, the prediction the mean of the
+  # two: this shared VM's speed drifts by 10-40 % over minutes, which one calibration taken
+  # earlier would carry into the ratio (both predictions are printed).
+  calibrate_and_predict() {
+    (cd "$WORK" && "${MPIRUN[@]}" "$BIN" calibrate -q --warmup "$WARMUP" --iterations "$STEPS" -o calibration.textproto "${cal[@]}")
+    "$BIN" simulate -q "$s" --json --trace "$WORK/$n.sim.trace" > "$WORK/$n.sim.$1.json"
+  }
+  calibrate_and_predict before
   runs=()
   for r in $(seq "$REPEATS"); do
     (cd "$WORK" && "${MPIRUN[@]}" "$BIN" run -q --json "$s" --trace "$WORK/$n.run.trace" > "$WORK/$n.run.$r.json")
     runs+=("$WORK/$n.run.$r.json")
   done
-  "$PY" - "$WORK/$n.sim.json" "$n" "$WARMUP" "${runs[@]}" <<'PYEOF'
+  calibrate_and_predict after
+  "$PY" - "$WORK/$n.sim.before.json" "$WORK/$n.sim.after.json" "$n" "$WARMUP" "${runs[@]}" <<'PYEOF'
 import json, statistics, sys
-sim = json.load(open(sys.argv[1]))
-warmup = int(sys.argv[3])
-medians = [statistics.median(json.load(open(f))["step_times_s"][warmup:]) for f in sys.argv[4:]]
-p, m = sim["iteration_time_s"], statistics.median(medians)
-print("%-12s %14.5f %14.5f %10.3f   %s" % (sys.argv[2], p, m, m / p, " ".join("%.5f" % x for x in medians)))
+before, after = (json.load(open(f))["iteration_time_s"] for f in sys.argv[1:3])
+warmup = int(sys.argv[4])
+medians = [statistics.median(json.load(open(f))["step_times_s"][warmup:]) for f in sys.argv[5:]]
+p, m = (before + after) / 2, statistics.median(medians)
+print("%-12s %14.5f %14.5f %10.3f   %s   (predicted before/after the runs: %.5f %.5f)" %
+      (sys.argv[3], p, m, m / p, " ".join("%.5f" % x for x in medians), before, after))
 PYEOF
 done
 for n in "${names[@]}"; do
