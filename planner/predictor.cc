@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "planner/core_pools.h"
 #include "planner/metrics.h"
 
 namespace megascale {
@@ -183,6 +184,9 @@ Result<Prediction> PredictPlan(const Plan& plan) {
   for (const StageTiming& t : timing) {
     for (double e : t.end_s) step = std::max(step, e);
   }
+  // Ranks that share cores cannot finish before their work fits on those cores (the simulator
+  // shares them op by op; the closed form keeps the bound).
+  step = std::max(step, CorePoolStepBound(plan, CorePoolsOf(plan)));
   Prediction p;
   p.set_iteration_time_s(step);
   p.set_tokens_per_s(TokensPerSecond(plan.tokens_per_step(), step));

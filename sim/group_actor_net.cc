@@ -47,7 +47,7 @@ bool GroupActor::AdvanceNetOps() {
       n.own_flows_started = true;
     }
     if (NetOpEnds(n, &scratch_end_)) {
-      const SimCorePools& pools = world_->pools;
+      const CorePools& pools = world_->pools;
       const double share = pools.comm_cpu_share[info_->program->ops(static_cast<int>(n.op)).kind()];
       if (!n.core && pooled_ && share + pools.host_cpu_per_op_s > 0) {
         // On shared cores the transfer's end is not the op's: the CPU its thread polled with while

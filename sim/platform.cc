@@ -11,7 +11,7 @@
 #include <simgrid/s4u/Link.hpp>
 
 #include "planner/calibration.h"
-#include "sim/core_pools.h"
+#include "planner/core_pools.h"
 
 namespace megascale {
 namespace {
@@ -80,7 +80,7 @@ void ConfigureSimGrid() {
 }
 
 Platform BuildPlatform(const topology::Cluster& cluster, int num_agents, NetworkCalibration net,
-                       const SimCorePools& pools) {
+                       const CorePools& pools) {
   // The first zone created becomes SimGrid's root zone, which owns it from then on.
   auto* zone = new ClusterZone(num_agents);
   Platform platform;

@@ -31,7 +31,11 @@
 
 namespace megascale {
 
-struct SimCorePools;
+struct CorePools;
+
+// One core-second of work, in the bytes of the SimGrid flow that stands for it (a core's link
+// carries this many a second): large enough that a microsecond of work is many bytes.
+inline constexpr double kCoreWorkBytesPerSecond = 1e9;
 
 class FlowRouter {
  public:
@@ -59,7 +63,7 @@ NetworkCalibration NetworkCalibrationFor(const ClusterSpec& cluster);
 struct Platform {
   std::vector<simgrid::s4u::Host*> agents;  // one per actor, by actor index
   std::vector<simgrid::s4u::Link*> links;   // by the cluster's dense link id, then the core links
-  // Ranks that share cores (sim/core_pools.h): a pooled GPU's work crosses its own core link (one
+  // Ranks that share cores (planner/core_pools.h): a pooled GPU's work crosses its own core link (one
   // core at most) and its pool's link (the pool's cores), both as ids into `links`; -1 elsewhere.
   std::vector<int> core_link;  // per GPU
   std::vector<int> pool_link;  // per pool
@@ -80,6 +84,6 @@ void ConfigureSimGrid();
 // Links carry Platform::Capacity; hosts, one per agent, are the actors'. Core pools add a link per
 // pooled GPU and per pool, carrying kCoreWorkBytesPerSecond per core.
 Platform BuildPlatform(const topology::Cluster& cluster, int num_agents, NetworkCalibration net,
-                       const SimCorePools& pools);
+                       const CorePools& pools);
 
 }  // namespace megascale

@@ -11,7 +11,7 @@
 
 #include "planner/layout.h"
 #include "planner/plan.pb.h"
-#include "sim/core_pools.h"
+#include "planner/core_pools.h"
 #include "sim/fault_plan.h"
 #include "sim/faults.pb.h"
 #include "sim/platform.h"
@@ -37,7 +37,7 @@ struct SimWorld {
   FaultPlan faults;
   TraceSink* sink;
   Platform platform;
-  SimCorePools pools;  // ranks sharing host cores (a measured CPU device's core_pool)
+  CorePools pools;  // ranks sharing host cores (a measured CPU device's core_pool)
   uint64_t ecmp_flow_id = 0;
   // FLOWS_PER_GROUP: one flow stands for the group's per-GPU transfers (sim/faults.proto).
   bool one_flow_per_group = false;

@@ -12,6 +12,7 @@
 #include "planner/cost_model.h"
 #include "planner/layout.h"
 #include "planner/plan_builder.h"
+#include "planner/predictor.h"
 #include "planner/scenario_io.h"
 #include "planner/validate.h"
 
@@ -259,6 +260,31 @@ TEST(DeviceCalibration, TheFitTakesAnOpsOwnCpuTimeWhereTheTraceHasIt) {
   ASSERT_EQ(fit->calibration.comm_cpu_size(), 1);
   EXPECT_EQ(fit->calibration.comm_cpu(0).kind(), "PP_RECV");
   EXPECT_NEAR(fit->calibration.comm_cpu(0).share(), 0.25, 1e-3);
+}
+
+// The closed form's bound where ranks share cores (planner/core_pools.h): the 8 ranks' work over
+// the pool's cores, far above the critical path of 8 devices, so halving the cores doubles it.
+TEST(DeviceCalibration, ThePredictionOfRanksSharingCoresIsTheirWorkOverTheCores) {
+  auto step_with = [](int pools, int cores) {
+    DeviceCalibration d = Measured();
+    d.set_host_cpu_per_op_s(2e-6);
+    for (int p = 0; p < pools; ++p) {
+      CorePool* pool = d.add_core_pool();
+      for (int r = 0; r < 8; ++r) pool->add_ranks(r);
+      pool->set_cores(cores);
+    }
+    Result<Scenario> resolved = ResolveScenario(CpuScenario(&d));
+    EXPECT_TRUE(resolved.ok()) << resolved.status().message();
+    Result<Plan> plan = BuildPlan(*resolved);
+    EXPECT_TRUE(plan.ok()) << plan.status().message();
+    Result<Prediction> p = PredictPlan(*plan);
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    return p->iteration_time_s();
+  };
+  const double own = step_with(0, 0), two = step_with(1, 2), one = step_with(1, 1);
+  EXPECT_GT(two, 2 * own);
+  EXPECT_NEAR(one, 2 * two, 1e-9 * one);
+  EXPECT_DOUBLE_EQ(step_with(1, 8), own);  // as many cores as ranks: nothing shared
 }
 
 TEST(DeviceCalibration, ACorePoolOutOfItsRulesIsNamed) {

@@ -1,0 +1,32 @@
+// Ranks that share host cores (planner/plan.proto, "Shared cores"), as the simulator and the
+// planner's prediction read them: the measured CPU device's core pools (DeviceCalibration.core_pool,
+// which calibrate writes as the launcher placed the ranks), restricted to the plan's ranks. A pool
+// left with no more ranks than cores shares nothing and is dropped: its ranks own their cores, as
+// on a GPU.
+#pragma once
+
+#include <vector>
+
+#include "planner/plan.pb.h"
+
+namespace megascale {
+
+struct CorePools {
+  std::vector<int> pool_of_gpu;  // per GPU (= rank): its pool, or -1 where it owns its device
+  std::vector<int> cores;        // per pool
+  // By OpKind: the core share a PP or DP op of a pooled rank polls with while in flight (comm_cpu).
+  std::vector<double> comm_cpu_share;
+  double host_cpu_per_op_s = 0;  // every op of a pooled rank costs this much more work
+
+  bool empty() const { return cores.empty(); }
+};
+
+CorePools CorePoolsOf(const Plan& plan);
+
+// The planner's bound where ranks share cores: no step is shorter than the busiest pool's work
+// (its ranks' ops' work on the cores, with the calibration's per-op and polling CPU, as the
+// simulator runs it) over its cores, plus the update's fixed part. 0 without pools.
+double CorePoolStepBound(const Plan& plan, const CorePools& pools);
+
+
+}  // namespace megascale
