@@ -185,8 +185,11 @@ Result<Prediction> PredictPlan(const Plan& plan) {
     for (double e : t.end_s) step = std::max(step, e);
   }
   // Ranks that share cores cannot finish before their work fits on those cores (the simulator
-  // shares them op by op; the closed form keeps the bound).
-  step = std::max(step, CorePoolStepBound(plan, CorePoolsOf(plan)));
+  // shares them op by op; the closed form keeps the bound). Only a measured CPU device has pools:
+  // the GPU plans of a search skip the per-rank table.
+  if (plan.cluster().calibration().core_pool_size() > 0) {
+    step = std::max(step, CorePoolStepBound(plan, CorePoolsOf(plan)));
+  }
   Prediction p;
   p.set_iteration_time_s(step);
   p.set_tokens_per_s(TokensPerSecond(plan.tokens_per_step(), step));
