@@ -46,6 +46,28 @@ Scenario CpuScenario(const DeviceCalibration* calibration) {
   return *s;
 }
 
+// The CPU scenario's plan, resolved with `calibration`.
+Plan CpuPlan(const DeviceCalibration& calibration) {
+  Result<Scenario> resolved = ResolveScenario(CpuScenario(&calibration));
+  EXPECT_TRUE(resolved.ok()) << resolved.status().message();
+  Result<Plan> plan = BuildPlan(*resolved);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  return plan.ok() ? *plan : Plan();
+}
+
+// An op of `program` as rank `rank` traced it in step `step` (times left to the caller).
+TraceEvent EventOf(const Op& op, const StageProgram& program, int rank, int step) {
+  TraceEvent e;
+  e.set_rank(rank);
+  e.set_step(step);
+  e.set_op_id(op.id());
+  e.set_kind(op.kind());
+  e.set_phase(op.phase());
+  e.set_stage(program.stage());
+  e.set_microbatch(op.microbatch());
+  return e;
+}
+
 TEST(DeviceCalibration, CpuWithoutACalibrationIsRefusedNamingTheField) {
   Result<Scenario> r = ResolveScenario(CpuScenario(nullptr));
   ASSERT_FALSE(r.ok());
@@ -127,10 +149,8 @@ TEST(DeviceCalibration, AScenarioReadsItsCalibrationFileFromItsOwnFolder) {
 // scales and the overhead beyond what the plan prices.
 TEST(DeviceCalibration, TheFitRecoversTheScalesAndTheStepOverheadItIsGiven) {
   const DeviceCalibration base = Measured();
-  Result<Scenario> resolved = ResolveScenario(CpuScenario(&base));
-  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
-  Result<Plan> plan = BuildPlan(*resolved);
-  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const Plan p = CpuPlan(base);
+  const Plan* plan = &p;
   const CostModel cost(plan->cluster());
   const OpShape shape = OpShapeOf(plan->model(), plan->layout(), 1);
   const std::map<OpKind, double> scale = {{QKV_GEMM, 0.8}, {GELU, 30}, {LAYERNORM, 4},
@@ -157,14 +177,7 @@ TEST(DeviceCalibration, TheFitRecoversTheScalesAndTheStepOverheadItIsGiven) {
         } else {
           continue;  // PP and DP ops: not scaled
         }
-        TraceEvent e;
-        e.set_rank(rank);
-        e.set_step(step);
-        e.set_op_id(op.id());
-        e.set_kind(op.kind());
-        e.set_phase(op.phase());
-        e.set_stage(program.stage());
-        e.set_microbatch(op.microbatch());
+        TraceEvent e = EventOf(op, program, rank, step);
         // A TP peer that arrives early waits for the other: its event is longer, by a wait the
         // fit must not count (the simulator models the wait itself).
         e.set_start_ns(t);
@@ -212,10 +225,8 @@ TEST(DeviceCalibration, TheFitTakesAnOpsOwnCpuTimeWhereTheTraceHasIt) {
   // On shared cores an op's wall time holds the time the OS ran other ranks; its thread's CPU
   // time (TraceEvent.cpu_ns) is its own work, which the simulator's core pools share themselves.
   const DeviceCalibration base = Measured();
-  Result<Scenario> resolved = ResolveScenario(CpuScenario(&base));
-  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
-  Result<Plan> plan = BuildPlan(*resolved);
-  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const Plan p = CpuPlan(base);
+  const Plan* plan = &p;
   const CostModel cost(plan->cluster());
   const OpShape shape = OpShapeOf(plan->model(), plan->layout(), 1);
   const RankLayout ranks(plan->layout());
@@ -237,14 +248,7 @@ TEST(DeviceCalibration, TheFitTakesAnOpsOwnCpuTimeWhereTheTraceHasIt) {
       } else {
         continue;
       }
-      TraceEvent e;
-      e.set_rank(rank);
-      e.set_step(0);
-      e.set_op_id(op.id());
-      e.set_kind(op.kind());
-      e.set_phase(op.phase());
-      e.set_stage(program.stage());
-      e.set_microbatch(op.microbatch());
+      TraceEvent e = EventOf(op, program, rank, 0);
       e.set_start_ns(t);
       t += static_cast<int64_t>(4 * own * 1e9);  // descheduled for three quarters of it
       e.set_end_ns(t);
@@ -273,11 +277,7 @@ TEST(DeviceCalibration, ThePredictionOfRanksSharingCoresIsTheirWorkOverTheCores)
       for (int r = 0; r < 8; ++r) pool->add_ranks(r);
       pool->set_cores(cores);
     }
-    Result<Scenario> resolved = ResolveScenario(CpuScenario(&d));
-    EXPECT_TRUE(resolved.ok()) << resolved.status().message();
-    Result<Plan> plan = BuildPlan(*resolved);
-    EXPECT_TRUE(plan.ok()) << plan.status().message();
-    Result<Prediction> p = PredictPlan(*plan);
+    Result<Prediction> p = PredictPlan(CpuPlan(d));
     EXPECT_TRUE(p.ok()) << p.status().message();
     return p->iteration_time_s();
   };
