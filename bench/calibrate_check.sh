@@ -18,7 +18,9 @@
 #    run's step is the median of its steps after WARMUP (default 5), the trace gather included, as
 #    calibrate ran it; the measured step is the median over the runs (8 ranks sharing 2 cores move
 #    one run's median by up to 15 %: the spread is printed);
-# 4. prints predicted, measured and their ratio, then `megascale compare`'s most different kinds
+# 4. prints predicted, measured and their ratio, and each run's ratio to the model refitted from
+#    that run's own trace (`calibrate --trace`: the model alone, without the machine's drift
+#    between a calibration and a run), then `megascale compare`'s most different kinds
 #    (of the last run).
 # Ranks are bound to cores (overload allowed): unbound, 8 ranks on 2 cores land differently from
 # run to run and the step time moves by 30 %. Files go to a temp dir, removed at the end (KEEP=1
@@ -71,16 +73,24 @@ for n in "${names[@]}"; do
   for r in $(seq "$REPEATS"); do
     (cd "$WORK" && "${MPIRUN[@]}" "$BIN" run -q --json "$s" --trace "$WORK/$n.run.trace" > "$WORK/$n.run.$r.json")
     runs+=("$WORK/$n.run.$r.json")
+    # The model alone, free of the drift: refit from this run's own trace (the rates and the host's
+    # CPU of the calibration before) and predict this run.
+    "$BIN" calibrate -q --warmup "$WARMUP" --trace "$WORK/$n.run.trace" --base "$WORK/calibration.textproto" \
+      -o "$WORK/own.textproto" "$s" > /dev/null
+    "$BIN" simulate -q "$s" --calibration "$WORK/own.textproto" --json > "$WORK/$n.own.$r.json"
   done
   calibrate_and_predict after
   "$PY" - "$WORK/$n.sim.before.json" "$WORK/$n.sim.after.json" "$n" "$WARMUP" "${runs[@]}" <<'PYEOF'
 import json, statistics, sys
 before, after = (json.load(open(f))["iteration_time_s"] for f in sys.argv[1:3])
 warmup = int(sys.argv[4])
-medians = [statistics.median(json.load(open(f))["step_times_s"][warmup:]) for f in sys.argv[5:]]
+runs = sys.argv[5:]
+medians = [statistics.median(json.load(open(f))["step_times_s"][warmup:]) for f in runs]
+own = [m / json.load(open(f.replace(".run.", ".own.")))["iteration_time_s"] for f, m in zip(runs, medians)]
 p, m = (before + after) / 2, statistics.median(medians)
-print("%-12s %14.5f %14.5f %10.3f   %s   (predicted before/after the runs: %.5f %.5f)" %
-      (sys.argv[3], p, m, m / p, " ".join("%.5f" % x for x in medians), before, after))
+print("%-12s %14.5f %14.5f %10.3f   %s   (predicted before/after the runs: %.5f %.5f; each run from its own trace: %s)" %
+      (sys.argv[3], p, m, m / p, " ".join("%.5f" % x for x in medians), before, after,
+       " ".join("%.3f" % x for x in own)))
 PYEOF
 done
 for n in "${names[@]}"; do

@@ -109,6 +109,17 @@ void PrintFit(const CalibrationFit& fit) {
   }
   std::printf("step end      measured %.4g s, priced by the plan %.4g s -> step_overhead_s %.4g\n",
               fit.step_end_measured_s, fit.step_end_priced_s, fit.calibration.step_overhead_s());
+  const DeviceCalibration& c = fit.calibration;
+  if (c.core_pool_size() == 0) return;
+  std::printf("shared cores  %.3g us of CPU per op beyond the ops (host_cpu_per_op_s)", c.host_cpu_per_op_s() * 1e6);
+  for (const OpCpuShare& t : c.comm_cpu()) {
+    if (t.op_s() > 0) {
+      std::printf("; %s %.3g us per op", t.kind().c_str(), t.op_s() * 1e6);
+    } else {
+      std::printf("; %s %.3g %% of its time", t.kind().c_str(), t.share() * 100);
+    }
+  }
+  std::printf("\n");
 }
 
 // Fits the samples' op times on `base` and writes the file (rank 0's part of calibrate).

@@ -43,7 +43,7 @@ struct PlanOpTimes {
   // Every rank's op events of the timed steps (world rank 0 only; empty elsewhere).
   std::vector<TraceEvent> events;
   // The CPU device (events with cpu_ns): the ranks' processes' CPU time beyond their ops', per op,
-  // over the whole run (DeviceCalibration.host_cpu_per_op_s); -1 elsewhere.
+  // over the timed steps (DeviceCalibration.host_cpu_per_op_s); -1 elsewhere.
   double host_cpu_per_op_s = -1;
 };
 // Runs warmup + iterations steps of the plan. REQUIRES: world->size() == the plan's world size.

@@ -32,14 +32,19 @@ double UpdateFormula(const CostModel& cost, const StageProgram& program) {
   return 0;
 }
 
+// A PP or DP kind's CPU where ranks share cores, as DeviceCalibration.comm_cpu prices it.
+struct CommCpu {
+  double share = 0, op_s = 0;
+};
+
 // What the plan prices on the step's end of a stage besides the update: its DP collectives, with
-// their polling where ranks share cores (`cpu_share` of their time, by kind; the simulator adds it).
-double DpSeconds(const StageProgram& program, const std::map<OpKind, double>& cpu_share) {
+// their CPU where ranks share cores (`comm_cpu`, by kind; the simulator adds it).
+double DpSeconds(const StageProgram& program, const std::map<OpKind, CommCpu>& comm_cpu) {
   double s = 0;
   for (const Op& op : program.ops()) {
     if (!IsDpCollective(op.kind())) continue;
-    const auto share = cpu_share.find(op.kind());
-    s += op.duration_s() * (1 + (share != cpu_share.end() ? share->second : 0));
+    const auto c = comm_cpu.find(op.kind());
+    s += op.duration_s() + (c != comm_cpu.end() ? c->second.op_s + c->second.share * op.duration_s() : 0);
   }
   return s;
 }
@@ -49,11 +54,17 @@ bool IsTransfer(OpKind k) { return k == PP_SEND || k == PP_RECV || IsDpCollectiv
 }  // namespace
 
 Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::vector<PlanSample>& samples) {
-  // Per kind over every size (group_size 0), and for collectives per group size too.
+  // Per kind over every size (group_size 0), and per TP degree too for a layer's op (its per-GPU
+  // shape: a GEMM split 4 ways runs at another efficiency than one split 2 ways) and a TP
+  // collective (its group size).
   std::map<std::pair<OpKind, int>, KindFit> kinds;
-  std::map<OpKind, std::pair<double, double>> comm_cpu;  // PP and DP ops: (CPU time, wall time)
+  struct CommTimes {
+    double cpu_s = 0, wall_s = 0;
+    int ops = 0;
+  };
+  std::map<OpKind, CommTimes> comm_times;  // PP and DP ops with a CPU time
   auto add = [&](OpKind kind, int tp, double measured, double formula) {
-    for (int size : {0, IsTpCollective(kind) ? tp : -1}) {
+    for (int size : {0, IsTpCollective(kind) || IsLayerCompute(kind) ? tp : -1}) {
       if (size < 0) continue;
       KindFit& k = kinds[{kind, size}];
       k.kind = kind;
@@ -95,9 +106,10 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
       } else if (kind == OPTIMIZER_STEP) {
         add(kind, shape.tp, measured, UpdateFormula(cost, plan.stages(e.stage())));
       } else if (IsTransfer(kind) && e.has_cpu_ns()) {
-        std::pair<double, double>& c = comm_cpu[kind];
-        c.first += measured;
-        c.second += (e.end_ns() - e.start_ns()) * 1e-9;
+        CommTimes& c = comm_times[kind];
+        c.cpu_s += measured;
+        c.wall_s += (e.end_ns() - e.start_ns()) * 1e-9;
+        ++c.ops;
       }
       // else: the optimizer's own reductions, part of the step's end
     }
@@ -131,12 +143,24 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
     host_ops += sample.events.size();
   }
   if (host_ops > 0) fit.calibration.set_host_cpu_per_op_s(host_sum / host_ops);
-  std::map<OpKind, double> cpu_share;
-  for (const auto& [kind, c] : comm_cpu) {
-    cpu_share[kind] = c.second > 0 ? std::min(1.0, c.first / c.second) : 0;
+  // A kind whose ops mostly waited (CPU under half their wall time: a receive, a collective with
+  // late peers) polled: its CPU grows with the wait, a share of it. One that mostly did not (a send
+  // MPI buffered and returned from) spent its own CPU, which the simulator's longer send (until
+  // the transfer ends) would otherwise multiply: per op. A 6 us send priced as a share of its
+  // simulated 100 us made 8-rank TP 4 x PP 2 on 2 cores 8 % slower than measured.
+  std::map<OpKind, CommCpu> comm_cpu;
+  for (const auto& [kind, c] : comm_times) {
+    CommCpu& cpu = comm_cpu[kind];
+    const double share = c.wall_s > 0 ? std::min(1.0, c.cpu_s / c.wall_s) : 1.0;
+    if (share < 0.5) {
+      cpu.share = share;
+    } else {
+      cpu.op_s = c.cpu_s / c.ops;
+    }
     OpCpuShare* t = fit.calibration.add_comm_cpu();
     t->set_kind(OpKind_Name(kind));
-    t->set_share(cpu_share[kind]);
+    t->set_share(cpu.share);
+    t->set_op_s(cpu.op_s);
   }
   const GpuCalibration scaled = FromDeviceCalibration(fit.calibration);
 
@@ -179,7 +203,7 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
     const auto u = update.find(best_rank);
     const double update_s = u != update.end() ? u->second.first / u->second.second
                                               : scaled.OpScale(OPTIMIZER_STEP) * UpdateFormula(cost, program);
-    priced += update_s + DpSeconds(program, cpu_share);
+    priced += update_s + DpSeconds(program, comm_cpu);
     ++fit.plans_with_step_end;
   }
   if (fit.plans_with_step_end > 0) {

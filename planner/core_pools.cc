@@ -10,11 +10,15 @@ CorePools CorePoolsOf(const Plan& plan) {
   CorePools out;
   out.pool_of_gpu.assign(plan.world_size(), -1);
   out.comm_cpu_share.assign(OpKind_ARRAYSIZE, 0.0);
+  out.comm_cpu_op_s.assign(OpKind_ARRAYSIZE, 0.0);
   if (!plan.cluster().has_calibration()) return out;
   out.host_cpu_per_op_s = plan.cluster().calibration().host_cpu_per_op_s();
   for (const OpCpuShare& t : plan.cluster().calibration().comm_cpu()) {
     OpKind kind;
-    if (OpKind_Parse(t.kind(), &kind)) out.comm_cpu_share[kind] = t.share();  // validated: a PP or DP kind
+    if (OpKind_Parse(t.kind(), &kind)) {  // validated: a PP or DP kind
+      out.comm_cpu_share[kind] = t.share();
+      out.comm_cpu_op_s[kind] = t.op_s();
+    }
   }
   for (const CorePool& p : plan.cluster().calibration().core_pool()) {
     std::vector<int> ranks;
@@ -36,7 +40,7 @@ double CorePoolStepBound(const Plan& plan, const CorePools& pools) {
   for (int s = 0; s < plan.stages_size(); ++s) {
     for (const Op& op : plan.stages(s).ops()) {
       const bool transfer = op.lane() == PP_SEND_LANE || op.lane() == PP_RECV_LANE || op.lane() == DP_COMM;
-      work[s] += pools.host_cpu_per_op_s + (transfer ? pools.comm_cpu_share[op.kind()] * op.duration_s()
+      work[s] += pools.host_cpu_per_op_s + (transfer ? pools.CommCpu(op.kind(), op.duration_s())
                                                      : std::max(0.0, op.duration_s() - op.fixed_s()));
       fixed[s] += op.fixed_s();
     }

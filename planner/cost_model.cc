@@ -118,7 +118,7 @@ double CostModel::AttentionTime(Phase phase, const OpShape& shape) const {
 }
 
 double CostModel::OpTime(OpKind kind, Phase phase, const OpShape& shape) const {
-  return constants_.OpScale(kind) * FormulaTime(kind, phase, shape);
+  return constants_.OpScale(kind, shape.tp) * FormulaTime(kind, phase, shape);
 }
 
 double CostModel::LaunchFloor(OpKind kind, Phase phase, const OpShape& shape) {

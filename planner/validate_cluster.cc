@@ -83,6 +83,7 @@ Status ResolveCalibration(DeviceCalibration* d) {
                    field + ".kind", "\"" + t.kind() + "\"",
                    "must name a PP or DP op kind of planner/plan.proto (PP_SEND, PP_RECV, DP_REDUCE_SCATTER, ...)");
     MS_CHECK_RANGE(t.share(), 0.0, 1.0, field + ".share", "a core's share while the op is in flight");
+    MS_CHECK_RANGE(t.op_s(), 0.0, 1.0, field + ".op_s", "seconds of one core per op");
   }
   MS_CHECK_RANGE(d->host_cpu_per_op_s(), 0.0, 1.0, f + "host_cpu_per_op_s", "seconds of one core per op");
   std::set<int> pooled;

@@ -48,12 +48,13 @@ bool GroupActor::AdvanceNetOps() {
     }
     if (NetOpEnds(n, &scratch_end_)) {
       const CorePools& pools = world_->pools;
-      const double share = pools.comm_cpu_share[info_->program->ops(static_cast<int>(n.op)).kind()];
-      if (!n.core && pooled_ && share + pools.host_cpu_per_op_s > 0) {
-        // On shared cores the transfer's end is not the op's: the CPU its thread polled with while
-        // in flight (share x its time) follows on the rank's cores, beside the other ranks' work.
+      const OpKind kind = info_->program->ops(static_cast<int>(n.op)).kind();
+      if (!n.core && pooled_ && pools.CommCpu(kind, 1) + pools.host_cpu_per_op_s > 0) {
+        // On shared cores the transfer's end is not the op's: its thread's CPU (its own, and its
+        // polling while in flight: a share of its time) follows on the rank's cores, beside the
+        // other ranks' work.
         double cpu = 0;
-        for (int k = 0; k < tp_; ++k) cpu = std::max(cpu, share * (scratch_end_[k] - n.ready[k]));
+        for (int k = 0; k < tp_; ++k) cpu = std::max(cpu, pools.CommCpu(kind, scratch_end_[k] - n.ready[k]));
         Release(n);
         n.core = true;
         n.deadline = kNever;

@@ -245,12 +245,15 @@ TEST(DeviceCalibration, TheFitTakesAnOpsOwnCpuTimeWhereTheTraceHasIt) {
         own = (ranks.CoordsOf(rank).tp == 0 ? 3 : 5) * cost.TpRingTime(op.kind(), 2, TpActivationBytes(shape));
       } else if (op.kind() == PP_RECV) {
         own = 1e-4;  // a quarter of its wall time (below): it polls with a quarter of a core
+      } else if (op.kind() == PP_SEND) {
+        own = 6e-6;  // 80 % of its wall time (below): it did not wait, the CPU is its own
       } else {
         continue;
       }
       TraceEvent e = EventOf(op, program, rank, 0);
       e.set_start_ns(t);
-      t += static_cast<int64_t>(4 * own * 1e9);  // descheduled for three quarters of it
+      // Descheduled for three quarters of it; the send for a fifth.
+      t += static_cast<int64_t>((op.kind() == PP_SEND ? 1.25 : 4) * own * 1e9);
       e.set_end_ns(t);
       e.set_cpu_ns(static_cast<int64_t>(own * 1e9));
       sample.events.push_back(e);
@@ -261,9 +264,15 @@ TEST(DeviceCalibration, TheFitTakesAnOpsOwnCpuTimeWhereTheTraceHasIt) {
   const GpuCalibration got = FromDeviceCalibration(fit->calibration);
   EXPECT_NEAR(got.OpScale(QKV_GEMM), 0.7, 1e-3);
   EXPECT_NEAR(got.OpScale(TP_ALL_GATHER), 4.0, 4e-3);
-  ASSERT_EQ(fit->calibration.comm_cpu_size(), 1);
-  EXPECT_EQ(fit->calibration.comm_cpu(0).kind(), "PP_RECV");
-  EXPECT_NEAR(fit->calibration.comm_cpu(0).share(), 0.25, 1e-3);
+  // The receive waited: its CPU is polling, a share of its time. The send did not: its CPU is per
+  // op, whatever the simulated transfer takes.
+  std::map<std::string, OpCpuShare> comm;
+  for (const OpCpuShare& c : fit->calibration.comm_cpu()) comm[c.kind()] = c;
+  ASSERT_EQ(comm.size(), 2u);
+  EXPECT_NEAR(comm["PP_RECV"].share(), 0.25, 1e-3);
+  EXPECT_EQ(comm["PP_RECV"].op_s(), 0);
+  EXPECT_EQ(comm["PP_SEND"].share(), 0);
+  EXPECT_NEAR(comm["PP_SEND"].op_s(), 6e-6, 1e-9);
 }
 
 // The closed form's bound where ranks share cores (planner/core_pools.h): the 8 ranks' work over

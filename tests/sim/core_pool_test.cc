@@ -2,6 +2,8 @@
 // compute and TP ops are work on the pool's cores, shared equally among the ops running at once,
 // each at most one core; an op's fixed part is not shared; a rank that waits leaves the cores to
 // the others. Each TEST runs one simulation (SimGrid's engine is per process).
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "tests/sim/sim_test_util.h"
@@ -61,6 +63,55 @@ TEST(SimCorePools, ARankThatWaitsLeavesTheCoreToTheOther) {
   EXPECT_NEAR(Seconds(sink.Find(0, 0, op_a)->end_ns()), a, 1e-8);
   const TraceEvent* e = sink.Find(1, 0, op_b);
   EXPECT_NEAR(Seconds(e->end_ns() - e->start_ns()), b, 1e-8);
+}
+
+void CommCpu(Plan* plan, const char* kind, double share, double op_s) {
+  OpCpuShare* c = plan->mutable_cluster()->mutable_calibration()->add_comm_cpu();
+  c->set_kind(kind);
+  c->set_share(share);
+  c->set_op_s(op_s);
+}
+
+// Two stages on one core: stage 0 computes a, then sends to stage 1, which receives, then computes
+// b. Returns the send's and the receive's end and b's end, in seconds.
+struct PpOnOneCore {
+  double send_end = 0, recv_end = 0, b_end = 0;
+};
+PpOnOneCore RunPpOnOneCore(double a, double b, const std::function<void(Plan*)>& calibrate) {
+  Plan plan = MakePlan(TestCluster(NONBLOCKING, 2, 2, 2), 1, /*pp=*/2, 1, /*steps=*/1);
+  const uint32_t op_a = AddOp(&plan, 0, QKV_GEMM, COMPUTE, a);
+  const uint32_t send = AddPp(&plan, 0, PP_SEND, 1, 7, 1e3, {op_a});
+  const uint32_t recv = AddPp(&plan, 1, PP_RECV, 0, 7, 1e3);
+  const uint32_t op_b = AddOp(&plan, 1, FFN_UP_GEMM, COMPUTE, b, {recv});
+  Pool(&plan, {0, 1}, 1);
+  calibrate(&plan);
+  CollectingSink sink;
+  Result<SimStats> stats = Simulate(MakeScenario(plan), plan, &sink);
+  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+  if (!stats.ok()) return {};
+  return {Seconds(sink.Find(0, 0, send)->end_ns()), Seconds(sink.Find(1, 0, recv)->end_ns()),
+          Seconds(sink.Find(1, 0, op_b)->end_ns())};
+}
+
+TEST(SimCorePools, ASendsOwnCpuFollowsTheTransferBesideTheOtherRanksWork) {
+  // The send's CPU c (op_s) runs after the transfer's end T (the receive's end: it has none), on
+  // the core that b starts on at T: both at half the core until c is done at T + 2c, then b alone
+  // (all work b + c done at T + b + c).
+  const double a = 1e-3, b = 2e-3, c = 5e-5;
+  const PpOnOneCore got = RunPpOnOneCore(a, b, [&](Plan* plan) { CommCpu(plan, "PP_SEND", 0, c); });
+  EXPECT_GT(got.recv_end, a);
+  EXPECT_NEAR(got.send_end, got.recv_end + 2 * c, 1e-8);
+  EXPECT_NEAR(got.b_end, got.recv_end + b + c, 1e-8);
+}
+
+TEST(SimCorePools, AReceivesPollingIsAShareOfItsTimeInFlight) {
+  // The receive is ready at 0 and its transfer ends at T (the send's end: it has no CPU); it
+  // polled a share s of that time, run after T on the idle core; then b.
+  const double a = 1e-3, b = 2e-3, s = 0.1;
+  const PpOnOneCore got = RunPpOnOneCore(a, b, [&](Plan* plan) { CommCpu(plan, "PP_RECV", s, 0); });
+  EXPECT_GT(got.send_end, a);
+  EXPECT_NEAR(got.recv_end, got.send_end * (1 + s), 1e-8);
+  EXPECT_NEAR(got.b_end, got.recv_end + b, 1e-8);
 }
 
 TEST(SimCorePools, ATpCollectiveIsWorkOnTheCoresOnceBothPeersAreThere) {
