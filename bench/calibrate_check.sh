@@ -7,21 +7,18 @@
 #   run-tiny-8    TP 2 x PP 2 x DP 2, 1F1B (the shipped scenario)
 #   interleaved   TP 2 x PP 2 (2 virtual stages) x DP 2, 4 layers
 #   tp-heavy      TP 4 x PP 2 x DP 1
-# 1. `megascale calibrate`, before and after each layout's runs, times the executor's ops at the shapes of
-#    CALIBRATE_ON (default all:
-#    each layout's shapes and TP group size, as docs/calibrate.md says to calibrate; first: only
-#    run-tiny-8's, so the other two are predicted from shapes the calibration never ran), for
-#    STEPS steps after WARMUP as the runs) and writes calibration.textproto;
-# 2. `megascale simulate` predicts each layout's step with each calibration (the scenarios name
-#    the calibration file); the prediction is their mean (the compare below: the last one's);
-# 3. `megascale run --trace` runs each REPEATS times (default 5) for STEPS steps (default 60): a
-#    run's step is the median of its steps after WARMUP (default 5), the trace gather included, as
-#    calibrate ran it; the measured step is the median over the runs (8 ranks sharing 2 cores move
-#    one run's median by up to 15 %: the spread is printed);
-# 4. prints predicted, measured and their ratio, and each run's ratio to the model refitted from
-#    that run's own trace (`calibrate --trace`: the model alone, without the machine's drift
-#    between a calibration and a run), then `megascale compare`'s most different kinds
-#    (of the last run).
+# Each layout REPEATS times (default 5), a pair each time, one right after the other:
+# 1. `megascale calibrate` times the executor's ops at the shapes of CALIBRATE_ON (default own: the
+#    layout's own scenario, as docs/calibrate.md says to calibrate; all: the three layouts' into one
+#    file; first: run-tiny-8's only, so the other two are predicted from shapes it never ran), for
+#    STEPS steps after WARMUP as the runs, and `megascale simulate` predicts the layout's step;
+# 2. `megascale run --trace` runs it for STEPS steps (default 60): its step is the median of its
+#    steps after WARMUP (default 5), the trace gather included, as calibrate ran it.
+# Paired, because this 2-vCPU VM's speed drifts by 10-40 % over minutes: a calibration taken a
+# minute before a run carries the drift into the ratio. Prints per layout the pairs' medians of
+# predicted, measured and their ratio, each pair's ratio, and each run's ratio to the model refitted
+# from that run's own trace (`calibrate --trace`: the model alone, without any drift between a
+# calibration and a run), then `megascale compare`'s most different kinds (of the last pair).
 # Ranks are bound to cores (overload allowed): unbound, 8 ranks on 2 cores land differently from
 # run to run and the step time moves by 30 %. Files go to a temp dir, removed at the end (KEEP=1
 # keeps them and prints where).
@@ -32,7 +29,7 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${STEPS:-60}
 WARMUP=${WARMUP:-5}
 REPEATS=${REPEATS:-5}
-CALIBRATE_ON=${CALIBRATE_ON:-all}
+CALIBRATE_ON=${CALIBRATE_ON:-own}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun -np 8 --oversubscribe --bind-to core:overload-allowed)
 PY=/usr/bin/python3
@@ -54,43 +51,38 @@ cpu | sed -e 's/tp: 2/tp: 4/' -e 's/dp: 2/dp: 1/' -e 's/global_batch: 8/global_b
   -e 's/name: "run-tiny-8"/name: "tp-heavy"/' > "$WORK/tp-heavy.textproto"
 names=(run-tiny-8 interleaved tp-heavy)
 
-cal=("$WORK/run-tiny-8.textproto")
-[ "$CALIBRATE_ON" = all ] && cal=("$WORK/run-tiny-8.textproto" "$WORK/interleaved.textproto" "$WORK/tp-heavy.textproto")
-echo "== megascale calibrate on: ${cal[*]##*/} (again before each layout's runs)"
+case "$CALIBRATE_ON" in
+  own | all | first) ;;
+  *) echo "calibrate_check.sh: CALIBRATE_ON=$CALIBRATE_ON: must be own, all or first" >&2; exit 2 ;;
+esac
+echo "== megascale calibrate on: $CALIBRATE_ON, then megascale run, $REPEATS pairs per layout"
 
-printf '\n%-12s %14s %14s %10s   %s\n' layout "predicted (s)" "measured (s)" measured/predicted "runs' medians (s)"
+printf '\n%-12s %14s %14s %10s   %s\n' layout "predicted (s)" "measured (s)" measured/predicted "pairs' ratios; each run against its own trace's refit"
 for n in "${names[@]}"; do
   s="$WORK/$n.textproto"
-  # Calibrated right before and right after the runs it predicts, the prediction the mean of the
-  # two: this shared VM's speed drifts by 10-40 % over minutes, which one calibration taken
-  # earlier would carry into the ratio (both predictions are printed).
-  calibrate_and_predict() {
-    (cd "$WORK" && "${MPIRUN[@]}" "$BIN" calibrate -q --warmup "$WARMUP" --iterations "$STEPS" -o calibration.textproto "${cal[@]}")
-    "$BIN" simulate -q "$s" --json --trace "$WORK/$n.sim.trace" > "$WORK/$n.sim.$1.json"
-  }
-  calibrate_and_predict before
-  runs=()
+  case "$CALIBRATE_ON" in
+    own) cal=("$s") ;;
+    all) cal=("$WORK/run-tiny-8.textproto" "$WORK/interleaved.textproto" "$WORK/tp-heavy.textproto") ;;
+    first) cal=("$WORK/run-tiny-8.textproto") ;;
+  esac
   for r in $(seq "$REPEATS"); do
+    (cd "$WORK" && "${MPIRUN[@]}" "$BIN" calibrate -q --warmup "$WARMUP" --iterations "$STEPS" -o calibration.textproto "${cal[@]}")
+    "$BIN" simulate -q "$s" --json --trace "$WORK/$n.sim.trace" > "$WORK/$n.sim.$r.json"
     (cd "$WORK" && "${MPIRUN[@]}" "$BIN" run -q --json "$s" --trace "$WORK/$n.run.trace" > "$WORK/$n.run.$r.json")
-    runs+=("$WORK/$n.run.$r.json")
-    # The model alone, free of the drift: refit from this run's own trace (the rates and the host's
-    # CPU of the calibration before) and predict this run.
     "$BIN" calibrate -q --warmup "$WARMUP" --trace "$WORK/$n.run.trace" --base "$WORK/calibration.textproto" \
       -o "$WORK/own.textproto" "$s" > /dev/null
     "$BIN" simulate -q "$s" --calibration "$WORK/own.textproto" --json > "$WORK/$n.own.$r.json"
   done
-  calibrate_and_predict after
-  "$PY" - "$WORK/$n.sim.before.json" "$WORK/$n.sim.after.json" "$n" "$WARMUP" "${runs[@]}" <<'PYEOF'
+  "$PY" - "$WORK" "$n" "$WARMUP" "$REPEATS" <<'PYEOF'
 import json, statistics, sys
-before, after = (json.load(open(f))["iteration_time_s"] for f in sys.argv[1:3])
-warmup = int(sys.argv[4])
-runs = sys.argv[5:]
-medians = [statistics.median(json.load(open(f))["step_times_s"][warmup:]) for f in runs]
-own = [m / json.load(open(f.replace(".run.", ".own.")))["iteration_time_s"] for f, m in zip(runs, medians)]
-p, m = (before + after) / 2, statistics.median(medians)
-print("%-12s %14.5f %14.5f %10.3f   %s   (predicted before/after the runs: %.5f %.5f; each run from its own trace: %s)" %
-      (sys.argv[3], p, m, m / p, " ".join("%.5f" % x for x in medians), before, after,
-       " ".join("%.3f" % x for x in own)))
+work, n, warmup, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+load = lambda kind, r: json.load(open("%s/%s.%s.%d.json" % (work, n, kind, r)))
+measured = [statistics.median(load("run", r)["step_times_s"][warmup:]) for r in range(1, repeats + 1)]
+predicted = [load("sim", r)["iteration_time_s"] for r in range(1, repeats + 1)]
+own = [m / load("own", r)["iteration_time_s"] for r, m in zip(range(1, repeats + 1), measured)]
+ratios = [m / p for m, p in zip(measured, predicted)]
+print("%-12s %14.5f %14.5f %10.3f   %s; %s" % (n, statistics.median(predicted), statistics.median(measured),
+      statistics.median(ratios), " ".join("%.3f" % x for x in ratios), " ".join("%.3f" % x for x in own)))
 PYEOF
 done
 for n in "${names[@]}"; do
