@@ -146,10 +146,10 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
   // A receive's CPU is its polling for the sender: a share of its wait, which the simulator
   // reproduces (3.0 ms measured, 3.0 ms simulated for run-tiny-8). A send's and a DP collective's is
   // their own work, per op, as a TP collective's is (op_scale): a send MPI buffers returns at once
-  // (6 us, where the simulator's send lasts until the transfer ends, 100 us), and a DP collective
+  // (6 us, where the simulator's send lasts until the transfer ends, 0.1-0.4 ms), and a DP collective
   // on shared cores progresses only while its peers are scheduled (1.3 ms measured, 0.06 ms
-  // simulated): priced as a share of their simulated time, they were 8 % of tp-heavy's step too
-  // many and 10 % of run-tiny-8's too few.
+  // simulated). Priced as shares of their simulated time, a 5 us send cost 0.1-0.3 ms (tp-heavy) and a
+  // 0.29 ms reduce-scatter 0.013 ms (run-tiny-8).
   std::map<OpKind, CommCpu> comm_cpu;
   for (const auto& [kind, c] : comm_times) {
     CommCpu& cpu = comm_cpu[kind];

@@ -17,10 +17,10 @@ struct CorePools {
   // By OpKind, a PP or DP op's CPU on a pooled rank (comm_cpu): the core share it polls with while
   // in flight, and its own CPU per op.
   std::vector<double> comm_cpu_share, comm_cpu_op_s;
+  double host_cpu_per_op_s = 0;  // every op of a pooled rank costs this much more work
 
   // The CPU of a PP or DP op of `kind` that took `seconds` from ready to the transfer's end.
   double CommCpu(OpKind kind, double seconds) const { return comm_cpu_op_s[kind] + comm_cpu_share[kind] * seconds; }
-  double host_cpu_per_op_s = 0;  // every op of a pooled rank costs this much more work
 
   bool empty() const { return cores.empty(); }
 };
