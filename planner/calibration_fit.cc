@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "planner/core_pools.h"
 #include "planner/cost_model.h"
 #include "planner/layout.h"
 #include "planner/op_costs.h"
@@ -32,19 +33,12 @@ double UpdateFormula(const CostModel& cost, const StageProgram& program) {
   return 0;
 }
 
-// A PP or DP kind's CPU where ranks share cores, as DeviceCalibration.comm_cpu prices it.
-struct CommCpu {
-  double share = 0, op_s = 0;
-};
-
 // What the plan prices on the step's end of a stage besides the update: its DP collectives, with
-// their CPU where ranks share cores (`comm_cpu`, by kind; the simulator adds it).
-double DpSeconds(const StageProgram& program, const std::map<OpKind, CommCpu>& comm_cpu) {
+// their CPU where ranks share cores (`comm_cpu`, as the simulator adds it).
+double DpSeconds(const StageProgram& program, const CorePools& comm_cpu) {
   double s = 0;
   for (const Op& op : program.ops()) {
-    if (!IsDpCollective(op.kind())) continue;
-    const auto c = comm_cpu.find(op.kind());
-    s += op.duration_s() + (c != comm_cpu.end() ? c->second.op_s + c->second.share * op.duration_s() : 0);
+    if (IsDpCollective(op.kind())) s += op.duration_s() + comm_cpu.CommCpu(op.kind(), op.duration_s());
   }
   return s;
 }
@@ -150,19 +144,15 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
   // on shared cores progresses only while its peers are scheduled (1.3 ms measured, 0.06 ms
   // simulated). Priced as shares of their simulated time, a 5 us send cost 0.1-0.3 ms (tp-heavy) and a
   // 0.29 ms reduce-scatter 0.013 ms (run-tiny-8).
-  std::map<OpKind, CommCpu> comm_cpu;
   for (const auto& [kind, c] : comm_times) {
-    CommCpu& cpu = comm_cpu[kind];
-    if (kind == PP_RECV) {
-      cpu.share = c.wall_s > 0 ? std::min(1.0, c.cpu_s / c.wall_s) : 1.0;
-    } else {
-      cpu.op_s = c.cpu_s / c.ops;
-    }
     OpCpuShare* t = fit.calibration.add_comm_cpu();
     t->set_kind(OpKind_Name(kind));
-    t->set_share(cpu.share);
-    t->set_op_s(cpu.op_s);
+    const bool polls = kind == PP_RECV;
+    t->set_share(polls ? (c.wall_s > 0 ? std::min(1.0, c.cpu_s / c.wall_s) : 1.0) : 0);
+    t->set_op_s(polls ? 0 : c.cpu_s / c.ops);
   }
+  CorePools comm_cpu;
+  ReadCommCpu(fit.calibration, &comm_cpu);
   const GpuCalibration scaled = FromDeviceCalibration(fit.calibration);
 
   double measured = 0, priced = 0;

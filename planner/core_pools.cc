@@ -9,17 +9,9 @@ namespace megascale {
 CorePools CorePoolsOf(const Plan& plan) {
   CorePools out;
   out.pool_of_gpu.assign(plan.world_size(), -1);
-  out.comm_cpu_share.assign(OpKind_ARRAYSIZE, 0.0);
-  out.comm_cpu_op_s.assign(OpKind_ARRAYSIZE, 0.0);
+  ReadCommCpu(plan.cluster().calibration(), &out);
   if (!plan.cluster().has_calibration()) return out;
   out.host_cpu_per_op_s = plan.cluster().calibration().host_cpu_per_op_s();
-  for (const OpCpuShare& t : plan.cluster().calibration().comm_cpu()) {
-    OpKind kind;
-    if (OpKind_Parse(t.kind(), &kind)) {  // validated: a PP or DP kind
-      out.comm_cpu_share[kind] = t.share();
-      out.comm_cpu_op_s[kind] = t.op_s();
-    }
-  }
   for (const CorePool& p : plan.cluster().calibration().core_pool()) {
     std::vector<int> ranks;
     for (int r : p.ranks()) {
@@ -30,6 +22,18 @@ CorePools CorePoolsOf(const Plan& plan) {
     out.cores.push_back(p.cores());
   }
   return out;
+}
+
+void ReadCommCpu(const DeviceCalibration& calibration, CorePools* pools) {
+  pools->comm_cpu_share.assign(OpKind_ARRAYSIZE, 0.0);
+  pools->comm_cpu_op_s.assign(OpKind_ARRAYSIZE, 0.0);
+  for (const OpCpuShare& t : calibration.comm_cpu()) {
+    OpKind kind;
+    if (OpKind_Parse(t.kind(), &kind)) {
+      pools->comm_cpu_share[kind] = t.share();
+      pools->comm_cpu_op_s[kind] = t.op_s();
+    }
+  }
 }
 
 double CorePoolStepBound(const Plan& plan, const CorePools& pools) {

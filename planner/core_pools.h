@@ -27,6 +27,10 @@ struct CorePools {
 
 CorePools CorePoolsOf(const Plan& plan);
 
+// Fills `pools`' comm_cpu_share and comm_cpu_op_s (sized OpKind_ARRAYSIZE) from `calibration`'s
+// comm_cpu (validated: PP and DP kinds), for the simulator and for the fit's step-end pricing alike.
+void ReadCommCpu(const DeviceCalibration& calibration, CorePools* pools);
+
 // The planner's bound where ranks share cores: no step is shorter than the busiest pool's work
 // (its ranks' ops' work on the cores, with the calibration's per-op and polling CPU, as the
 // simulator runs it) over its cores, plus the update's fixed part. 0 without pools.

@@ -49,7 +49,7 @@ bool GroupActor::AdvanceNetOps() {
     if (NetOpEnds(n, &scratch_end_)) {
       const CorePools& pools = world_->pools;
       const OpKind kind = info_->program->ops(static_cast<int>(n.op)).kind();
-      if (!n.core && pooled_ && pools.CommCpu(kind, 1) + pools.host_cpu_per_op_s > 0) {
+      if (!n.core && pooled_ && pools.comm_cpu_op_s[kind] + pools.comm_cpu_share[kind] + pools.host_cpu_per_op_s > 0) {
         // On shared cores the transfer's end is not the op's: its thread's CPU (its own, and its
         // polling while in flight: a share of its time) follows on the rank's cores, beside the
         // other ranks' work.
