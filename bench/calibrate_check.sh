@@ -18,7 +18,9 @@
 # minute before a run carries the drift into the ratio. Prints per layout the pairs' medians of
 # predicted, measured and their ratio, each pair's ratio, and each run's ratio to the model refitted
 # from that run's own trace (`calibrate --trace`: the model alone, without any drift between a
-# calibration and a run), then `megascale compare`'s most different kinds (of the last pair).
+# calibration and a run), and each run's ratio to calibrate's own timed run of the layout just
+# before it (the device's drift between the two, which no calibration can carry), then
+# `megascale compare`'s most different kinds (of the last pair).
 # Ranks are bound to cores (overload allowed): unbound, 8 ranks on 2 cores land differently from
 # run to run and the step time moves by 30 %. Files go to a temp dir, removed at the end (KEEP=1
 # keeps them and prints where).
@@ -57,7 +59,8 @@ case "$CALIBRATE_ON" in
 esac
 echo "== megascale calibrate on: $CALIBRATE_ON, then megascale run, $REPEATS pairs per layout"
 
-printf '\n%-12s %14s %14s %10s   %s\n' layout "predicted (s)" "measured (s)" measured/predicted "pairs' ratios; each run against its own trace's refit"
+printf '\n%-12s %14s %14s %10s   %s\n' layout "predicted (s)" "measured (s)" measured/predicted \
+  "pairs' ratios; each run against its own trace's refit; each run against calibrate's run before it"
 for n in "${names[@]}"; do
   s="$WORK/$n.textproto"
   case "$CALIBRATE_ON" in
@@ -66,7 +69,8 @@ for n in "${names[@]}"; do
     first) cal=("$WORK/run-tiny-8.textproto") ;;
   esac
   for r in $(seq "$REPEATS"); do
-    (cd "$WORK" && "${MPIRUN[@]}" "$BIN" calibrate -q --warmup "$WARMUP" --iterations "$STEPS" -o calibration.textproto "${cal[@]}")
+    (cd "$WORK" && "${MPIRUN[@]}" "$BIN" calibrate -q --warmup "$WARMUP" --iterations "$STEPS" -o calibration.textproto "${cal[@]}" \
+      > "$WORK/$n.cal.$r.txt")
     "$BIN" simulate -q "$s" --json --trace "$WORK/$n.sim.trace" > "$WORK/$n.sim.$r.json"
     (cd "$WORK" && "${MPIRUN[@]}" "$BIN" run -q --json "$s" --trace "$WORK/$n.run.trace" > "$WORK/$n.run.$r.json")
     "$BIN" calibrate -q --warmup "$WARMUP" --trace "$WORK/$n.run.trace" --base "$WORK/calibration.textproto" \
@@ -81,8 +85,16 @@ measured = [statistics.median(load("run", r)["step_times_s"][warmup:]) for r in 
 predicted = [load("sim", r)["iteration_time_s"] for r in range(1, repeats + 1)]
 own = [m / load("own", r)["iteration_time_s"] for r, m in zip(range(1, repeats + 1), measured)]
 ratios = [m / p for m, p in zip(measured, predicted)]
-print("%-12s %14.5f %14.5f %10.3f   %s; %s" % (n, statistics.median(predicted), statistics.median(measured),
-      statistics.median(ratios), " ".join("%.3f" % x for x in ratios), " ".join("%.3f" % x for x in own)))
+# calibrate's own timed run of this layout (its "step" line): the run after it against it is the
+# device's drift between the two, which no calibration can predict
+drift = []
+for r in range(1, repeats + 1):
+    for line in open("%s/%s.cal.%d.txt" % (work, n, r)):
+        if line.startswith("step ") and "/%s.textproto:" % n in line:
+            drift.append(measured[r - 1] / float(line.split("measured ")[1].split()[0]))
+print("%-12s %14.5f %14.5f %10.3f   %s; %s; %s" % (n, statistics.median(predicted), statistics.median(measured),
+      statistics.median(ratios), " ".join("%.3f" % x for x in ratios), " ".join("%.3f" % x for x in own),
+      " ".join("%.3f" % x for x in drift)))
 PYEOF
 done
 for n in "${names[@]}"; do

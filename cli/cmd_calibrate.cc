@@ -4,6 +4,7 @@
 // to predict a run on this device (docs/calibrate.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -107,8 +108,13 @@ void PrintFit(const CalibrationFit& fit) {
     std::printf("%-20s %5s %7d %14.6g %14.6g %10.4g\n", OpKind_Name(k.kind).c_str(), group.c_str(), k.ops,
                 k.measured_s / k.ops, k.formula_s / k.ops, k.measured_s / k.formula_s);
   }
-  std::printf("step end      measured %.4g s, priced by the plan %.4g s -> step_overhead_s %.4g\n",
-              fit.step_end_measured_s, fit.step_end_priced_s, fit.calibration.step_overhead_s());
+  if (fit.step_end_in_host_cpu) {
+    std::printf("step end      measured %.4g s: the ranks' CPU on shared cores, in host_cpu_per_op_s -> step_overhead_s 0\n",
+                fit.step_end_measured_s);
+  } else {
+    std::printf("step end      measured %.4g s, priced by the plan %.4g s -> step_overhead_s %.4g\n",
+                fit.step_end_measured_s, fit.step_end_priced_s, fit.calibration.step_overhead_s());
+  }
   const DeviceCalibration& c = fit.calibration;
   if (c.core_pool_size() == 0) return;
   std::printf("shared cores  %.3g us of CPU per op beyond the ops (host_cpu_per_op_s)", c.host_cpu_per_op_s() * 1e6);
@@ -122,9 +128,30 @@ void PrintFit(const CalibrationFit& fit) {
   std::printf("\n");
 }
 
+// Each timed run's step beside the planner's prediction of it from the fit just made: how well the
+// fit reproduces the very run it is of (a run later on the same device may differ by the device's
+// drift, which this cannot show; bench/calibrate_check.sh measures both).
+Status PrintSelfCheck(const CalibrateArgs& args, const std::vector<Scenario>& raws,
+                      const std::vector<std::vector<double>>& step_seconds, const DeviceCalibration& fitted) {
+  for (size_t i = 0; i < step_seconds.size() && i < raws.size(); ++i) {
+    std::vector<double> steps = step_seconds[i];
+    if (steps.empty()) continue;
+    std::sort(steps.begin(), steps.end());
+    const double measured = steps[steps.size() / 2];
+    MS_ASSIGN_OR_RETURN(Plan plan, PlanWith(raws[i], fitted));
+    const double predicted = plan.prediction().iteration_time_s();
+    std::printf("step          %s: measured %.4g s (median of %zu timed steps, quartiles %.4g-%.4g), the fit's plan "
+                "predicts %.4g s (%.3f)\n",
+                args.scenarios[i].c_str(), measured, steps.size(), steps[steps.size() / 4], steps[steps.size() * 3 / 4],
+                predicted, measured / predicted);
+  }
+  return Status::Ok();
+}
+
 // Fits the samples' op times on `base` and writes the file (rank 0's part of calibrate).
 Status WriteFit(const CalibrateArgs& args, const DeviceCalibration& base, const std::vector<PlanSample>& samples,
-                const exec::DeviceRates* rates, int ranks) {
+                const exec::DeviceRates* rates, int ranks, const std::vector<Scenario>& raws,
+                const std::vector<std::vector<double>>& step_seconds) {
   MS_ASSIGN_OR_RETURN(CalibrationFit fit, FitCalibration(base, samples));
   std::string text;
   google::protobuf::TextFormat::PrintToString(fit.calibration, &text);
@@ -139,6 +166,7 @@ Status WriteFit(const CalibrateArgs& args, const DeviceCalibration& base, const 
                 fit.calibration.device().c_str(), args.base.c_str(), args.traces.size());
   }
   PrintFit(fit);
+  MS_RETURN_IF_ERROR(PrintSelfCheck(args, raws, step_seconds, fit.calibration));
   std::printf("wrote         %s\n", args.out.c_str());
   return Status::Ok();
 }
@@ -183,7 +211,7 @@ Status RefitFromTraces(const CalibrateArgs& args, const std::vector<Scenario>& r
     }
     samples.push_back(std::move(sample));
   }
-  return WriteFit(args, base, samples, nullptr, 0);
+  return WriteFit(args, base, samples, nullptr, 0, raws, {});
 }
 
 }  // namespace
@@ -230,6 +258,7 @@ Status RunCalibrate(const CalibrateArgs& args) {
   MS_ASSIGN_OR_RETURN(std::vector<CorePool> pools, exec::MeasureCorePools(world.get()));
   for (CorePool& p : pools) *base.add_core_pool() = std::move(p);
   std::vector<PlanSample> samples;
+  std::vector<std::vector<double>> step_seconds;
   for (size_t i = 0; i < raws.size(); ++i) {
     if (root && !args.quiet) {
       std::fprintf(stderr, "calibrate: timing the ops of %s (%d iterations after %d warm-up)\n",
@@ -239,9 +268,10 @@ Status RunCalibrate(const CalibrateArgs& args) {
     MS_ASSIGN_OR_RETURN(exec::PlanOpTimes times, exec::TimePlanOps(plan, raws[i].run(), device, world.get(),
                                                                    args.warmup, args.iterations));
     samples.push_back({std::move(plan), std::move(times.events), times.host_cpu_per_op_s});
+    step_seconds.push_back(std::move(times.step_seconds));
   }
   if (!root) return Status::Ok();
-  return WriteFit(args, base, samples, &rates, world->size());
+  return WriteFit(args, base, samples, &rates, world->size(), raws, step_seconds);
 }
 
 }  // namespace megascale::cli

@@ -165,27 +165,23 @@ Result<PlanOpTimes> TimePlanOps(const Plan& plan, const RunSpec& run, Device* de
   options.steps = warmup + iterations;
   options.device = device;
   EventList gathered;
-  // The processes' CPU over the timed steps only (model set-up, warm-up and the run's end are not
-  // the steady state the simulator prices per op), less the CPU of each step's end, which the
-  // calibration prices apart as wall time (step_overhead_s): counted in both, it was paid twice.
-  double cpu_begin = -1, cpu_end = 0, cpu_step_end = 0, update_done = -1;
+  // The processes' CPU over the timed steps only: model set-up and warm-up are not the steady state
+  // the simulator prices per op. From the passes of the first timed step to the end of the last,
+  // each step's end (the loss all-reduce, the trace gather, the next batch) in it once: where ranks
+  // share cores, that is work on the cores as the ops are, priced with them (the fit leaves
+  // step_overhead_s at 0 there, planner/calibration_fit.h).
+  double cpu_begin = -1, cpu_end = 0;
+  PlanOpTimes out;
   options.on_passes_begin = [&](int step) {
-    const double now = ProcessCpuSeconds();
-    if (step == warmup) cpu_begin = now;
-    if (step > warmup && update_done >= 0) cpu_step_end += now - update_done;
-  };
-  options.on_update_done = [&](int step) {
-    if (step >= warmup) update_done = ProcessCpuSeconds();
+    if (step == warmup) cpu_begin = ProcessCpuSeconds();
   };
   options.on_step = [&](const StepDone& done) {
-    if (done.step != options.steps - 1 || update_done < 0) return;
-    cpu_end = ProcessCpuSeconds();
-    cpu_step_end += cpu_end - update_done;
+    if (done.step >= warmup) out.step_seconds.push_back(done.seconds);
+    if (done.step == options.steps - 1) cpu_end = ProcessCpuSeconds();
   };
   MS_RETURN_IF_ERROR(Train(plan, options, world, &gathered).status());
-  double cpu[2] = {cpu_begin >= 0 ? cpu_end - cpu_begin : 0, cpu_step_end};
-  MS_RETURN_IF_ERROR(world->AllReduceSum(cpu, 2));
-  PlanOpTimes out;
+  double cpu = cpu_begin >= 0 ? cpu_end - cpu_begin : 0;
+  MS_RETURN_IF_ERROR(world->AllReduceSum(&cpu, 1));
   if (device->ThreadCpuNs() >= 0 && !gathered.events.empty()) {
     double ops_cpu_s = 0;
     size_t ops = 0;
@@ -194,7 +190,7 @@ Result<PlanOpTimes> TimePlanOps(const Plan& plan, const RunSpec& run, Device* de
       ops_cpu_s += e.cpu_ns() * 1e-9;
       ++ops;
     }
-    if (ops > 0) out.host_cpu_per_op_s = std::max(0.0, cpu[0] - cpu[1] - ops_cpu_s) / static_cast<double>(ops);
+    if (ops > 0) out.host_cpu_per_op_s = std::max(0.0, cpu - ops_cpu_s) / static_cast<double>(ops);
   }
   for (TraceEvent& e : gathered.events) {
     if (e.step() >= warmup) out.events.push_back(std::move(e));

@@ -80,10 +80,9 @@ struct RunOptions {
   const std::atomic<int>* stop = nullptr;
   // Called on every rank after each step (progress output); may be empty.
   std::function<void(const StepDone&)> on_step;
-  // Called on every rank as a step's passes begin (its batch fetched) and as its update has ended:
-  // between the two lies the step's end (the loss all-reduce, the trace gather, the next batch),
-  // which calibrate measures apart from the ops. May be empty.
-  std::function<void(int step)> on_passes_begin, on_update_done;
+  // Called on every rank as a step's passes begin (its batch fetched): calibrate's window of CPU
+  // time starts there. May be empty.
+  std::function<void(int step)> on_passes_begin;
 };
 
 // One step as an oracle needs it: what went in and what came out, the whole model in ParamLayout

@@ -199,7 +199,6 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
     if (options.on_passes_begin) options.on_passes_begin(step);
     MS_ASSIGN_OR_RETURN(double loss, interpreter.RunPasses(data, schedule));
     MS_ASSIGN_OR_RETURN(float norm, optimizer.Step(&recorder));
-    if (options.on_update_done) options.on_update_done(step);
     MS_RETURN_IF_ERROR(recorder.failure());
     MS_RETURN_IF_ERROR(interpreter.EndStep());
     optimizer.SetReducedGradsHook(nullptr);

@@ -15,7 +15,9 @@
 //    loss all-reduce, the trace gather. A rank's step end is the time from its last op of the
 //    passes to its first op of the next step (one rank's clock: ranks' trace origins differ by a
 //    barrier's skew); the rank that waits least there (the last to finish its passes) is the one
-//    on the critical path. Mean over plans, at least 0.
+//    on the critical path. Mean over plans, at least 0. Where the base has core pools (ranks
+//    share cores) it is 0: the step's end is the ranks' CPU there, priced per op with the rest of
+//    their CPU beyond the ops (host_cpu_per_op_s, measured with it: exec/calibrate.h).
 // Pure functions of their inputs; thread-safe.
 #pragma once
 
@@ -50,6 +52,7 @@ struct CalibrationFit {
   double step_end_measured_s = 0;  // mean over plans of the critical rank's step end
   double step_end_priced_s = 0;    // what the plan prices at the step's end (scaled update + DP ops)
   int plans_with_step_end = 0;     // plans timed over 2 steps or more
+  bool step_end_in_host_cpu = false;  // core pools: step_overhead_s 0, the step end in host_cpu_per_op_s
 };
 
 // REQUIRES: samples non-empty; each plan's cluster carries `base` as its calibration.

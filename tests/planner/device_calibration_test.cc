@@ -219,6 +219,21 @@ TEST(DeviceCalibration, TheFitRecoversTheScalesAndTheStepOverheadItIsGiven) {
   EXPECT_NEAR(fit->step_end_measured_s, tail, 1e-6);
   EXPECT_NEAR(fit->calibration.step_overhead_s(), tail - priced_update - priced_dp, 2e-5);
   EXPECT_GT(fit->calibration.step_overhead_s(), 0);
+  EXPECT_FALSE(fit->step_end_in_host_cpu);
+
+  // Where ranks share cores the same step end is their CPU, priced per op (host_cpu_per_op_s):
+  // no wall time on top, the scales unchanged.
+  DeviceCalibration pooled = base;
+  CorePool* pool = pooled.add_core_pool();
+  for (int r = 0; r < plan->world_size(); ++r) pool->add_ranks(r);
+  pool->set_cores(2);
+  sample.plan = CpuPlan(pooled);
+  Result<CalibrationFit> shared = FitCalibration(pooled, {sample});
+  ASSERT_TRUE(shared.ok()) << shared.status().message();
+  EXPECT_TRUE(shared->step_end_in_host_cpu);
+  EXPECT_EQ(shared->calibration.step_overhead_s(), 0);
+  EXPECT_NEAR(shared->step_end_measured_s, tail, 1e-6);
+  EXPECT_NEAR(FromDeviceCalibration(shared->calibration).OpScale(GELU), scale.at(GELU), scale.at(GELU) * 1e-3);
 }
 
 TEST(DeviceCalibration, TheFitTakesAnOpsOwnCpuTimeWhereTheTraceHasIt) {
