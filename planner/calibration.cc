@@ -32,6 +32,8 @@ const std::vector<GpuCalibration>& Table() {
           /*nvlink_efficiency=*/0.77,
           /*kernel_overhead_s=*/3e-6,
           /*data_loading_s=*/0.05,
+          /*nccl_protocols=*/true,
+          /*op_scale=*/{},
       },
       {
           "H100",
@@ -47,6 +49,8 @@ const std::vector<GpuCalibration>& Table() {
           /*nvlink_efficiency=*/0.8,
           /*kernel_overhead_s=*/3e-6,
           /*data_loading_s=*/0.05,
+          /*nccl_protocols=*/true,
+          /*op_scale=*/{},
       },
   };
   return kTable;

@@ -34,6 +34,12 @@ TEST(Calibrate, WritesAFileThatPlanAndSimulateUseForACpuScenario) {
     EXPECT_NE(text.find("kind: \"" + std::string(kind) + "\""), std::string::npos) << kind << "\n" << text;
   }
   EXPECT_NE(r.out.find("step_overhead_s"), std::string::npos) << r.out;
+  // Its own run's step beside the fit's prediction of it: the 3 timed steps, and a ratio.
+  const size_t at = r.out.find("run-tiny-8.textproto: measured ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_NE(line.find("(median of 3 timed steps"), std::string::npos) << line;
+  EXPECT_NE(line.find("the fit's plan predicts "), std::string::npos) << line;
 
   // The same model as a CPU scenario: refused without the file, planned and simulated with it.
   std::string scenario = Slurp(kTiny);

@@ -157,7 +157,9 @@ TEST(FaultSpec, AggFailureStallsItsLinksThenReroutesAroundIt) {
         return std::binary_search(agg_links.begin(), agg_links.end(), id);
       });
       for (int id : after) EXPECT_FALSE(std::binary_search(agg_links.begin(), agg_links.end(), id));
-      if (!crossed) EXPECT_EQ(before, after);
+      if (!crossed) {
+        EXPECT_EQ(before, after);
+      }
       moved += crossed;
       EXPECT_EQ(before.size(), after.size());  // still a shortest (equal-cost) route
     }
