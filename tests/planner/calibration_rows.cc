@@ -284,6 +284,7 @@ Result<std::vector<ReferenceRun>> ReferenceRuns(const std::vector<CsvRow>& rows)
            << resolved.training().micro_batch() << " z" << l.zero_stage()
            << (l.recompute() == RECOMPUTE_FULL ? " rc" : "");
     run.label = label.str();
+    run.source = r.at("source");
     run.layout = layout.str();
     run.scenario = resolved;
     MS_ASSIGN_OR_RETURN(run.measured_s, MeasuredSeconds(r, resolved, &run.measure));

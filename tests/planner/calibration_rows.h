@@ -31,6 +31,7 @@ enum class Measure {
 
 struct ReferenceRun {
   std::string label;        // "GPT-1.7B @32 A100"
+  std::string source;       // the CSV's source column: the publication and table it is from
   Scenario scenario;        // resolved
   std::string layout;       // "tp8 pp12 dp4 vp2 mb1 zero0 full"
   double measured_s = 0;    // measured iteration time
