@@ -45,8 +45,8 @@ struct PlanOpTimes {
   // The CPU device (events with cpu_ns): the ranks' processes' CPU time beyond their ops', per op,
   // over the timed steps (DeviceCalibration.host_cpu_per_op_s); -1 elsewhere.
   double host_cpu_per_op_s = -1;
-  // Rank 0's wall time of each timed step (StepDone.seconds, as `megascale run` reports them): what
-  // the fit's prediction of this plan can be held against.
+  // This rank's wall time of each timed step (StepDone.seconds, as `megascale run` reports them;
+  // calibrate prints rank 0's): what the fit's prediction of this plan can be held against.
   std::vector<double> step_seconds;
 };
 // Runs warmup + iterations steps of the plan. REQUIRES: world->size() == the plan's world size.

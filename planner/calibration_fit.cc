@@ -203,8 +203,8 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
   }
   // Where ranks share cores the step's end is work on the cores, as the ops are, and priced with
   // them: the processes' CPU per op (host_cpu_per_op_s) holds it. As wall time on top it was paid
-  // twice, and as wall time alone (no CPU) it left the three-quarters of it that the other ranks'
-  // step ends take from a shared core unpriced (interleaved's own run predicted 3 % fast).
+  // twice; as wall time alone it left unpriced what the other ranks' step ends take from a shared
+  // core (on 4 ranks a core, three of the four), and interleaved's own run came out 3 % fast.
   fit.step_end_in_host_cpu = base.core_pool_size() > 0;
   fit.calibration.set_step_overhead_s(
       fit.step_end_in_host_cpu ? 0 : std::max(0.0, fit.step_end_measured_s - fit.step_end_priced_s));
