@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
+#include <map>
 
 #include <google/protobuf/text_format.h>
 
@@ -128,8 +130,8 @@ void PrintFit(const CalibrationFit& fit) {
   std::printf("\n");
 }
 
-// Each timed run's step beside the planner's prediction of it from the fit just made: how well the
-// fit reproduces the very run it is of (a run later on the same device may differ by the device's
+// Each timed (or traced) run's step beside the planner's prediction of it from the fit just made:
+// how well the fit reproduces the very run it is of (a run later on the same device may differ by the device's
 // drift, which this cannot show; bench/calibrate_check.sh measures both).
 Status PrintSelfCheck(const CalibrateArgs& args, const std::vector<Scenario>& raws,
                       const std::vector<std::vector<double>>& step_seconds, const DeviceCalibration& fitted) {
@@ -171,6 +173,24 @@ Status WriteFit(const CalibrateArgs& args, const DeviceCalibration& base, const 
   return Status::Ok();
 }
 
+// A traced run's steps as rank 0 ran them, from its first op of one step to its first op of the
+// next (the last step has no next), the warm-up left out: what the refit is held against.
+std::vector<double> TracedStepSeconds(const std::vector<TraceEvent>& events, int warmup) {
+  std::map<int, int64_t> first;
+  for (const TraceEvent& e : events) {
+    if (e.rank() != 0) continue;
+    auto [at, fresh] = first.emplace(e.step(), e.start_ns());
+    if (!fresh) at->second = std::min(at->second, e.start_ns());
+  }
+  std::vector<double> out;
+  for (auto at = first.begin(); at != first.end(); ++at) {
+    const auto next = std::next(at);
+    if (at->first < warmup || next == first.end() || next->first != at->first + 1) continue;
+    out.push_back((next->second - at->second) * 1e-9);
+  }
+  return out;
+}
+
 // --trace: the op scales and the step's overhead fitted again from runs that were traced
 // (`megascale run --trace`, on the device itself, perhaps long ago or elsewhere), keeping the
 // measured rates of --base: a fit can be redone, and checked, without the device.
@@ -189,6 +209,7 @@ Status RefitFromTraces(const CalibrateArgs& args, const std::vector<Scenario>& r
   base.clear_comm_cpu();
   base.set_step_overhead_s(0);
   std::vector<PlanSample> samples;
+  std::vector<std::vector<double>> step_seconds;
   for (size_t i = 0; i < raws.size(); ++i) {
     MS_ASSIGN_OR_RETURN(Plan plan, PlanWith(raws[i], base));
     auto trace = ReadTrace(args.traces[i]);
@@ -201,6 +222,7 @@ Status RefitFromTraces(const CalibrateArgs& args, const std::vector<Scenario>& r
                                   std::to_string(plan.world_size()) + " ranks); it has " +
                                   std::to_string(trace->header.world_size()));
     }
+    step_seconds.push_back(TracedStepSeconds(trace->events, args.warmup));
     PlanSample sample{std::move(plan), {}, -1};
     for (TraceEvent& e : trace->events) {
       if (e.step() >= args.warmup) sample.events.push_back(std::move(e));
@@ -211,7 +233,7 @@ Status RefitFromTraces(const CalibrateArgs& args, const std::vector<Scenario>& r
     }
     samples.push_back(std::move(sample));
   }
-  return WriteFit(args, base, samples, nullptr, 0, raws, {});
+  return WriteFit(args, base, samples, nullptr, 0, raws, step_seconds);
 }
 
 }  // namespace

@@ -42,6 +42,12 @@ TEST(CalibrateRefit, TheH200RunsTraceGivesTheDevicesOwnFactors) {
     // Two processes timing the same ops on the same GPU: a few % apart, not more.
     EXPECT_NEAR(refit.at(kind) / factor, 1.0, 0.1) << kind << ": device " << factor << ", refit " << refit.at(kind);
   }
+  // The traced run's own steps beside the refit's prediction of them.
+  const size_t at = r.out.find("mid.textproto: measured ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_NE(line.find("timed steps"), std::string::npos) << line;
+  EXPECT_NE(line.find("the fit's plan predicts "), std::string::npos) << line;
   std::remove(out.c_str());
 }
 
