@@ -24,6 +24,7 @@
 #include "planner/plan_builder.h"
 #include "planner/scenario_io.h"
 #include "planner/validate.h"
+#include "traces/median.h"
 #include "traces/trace_io.h"
 
 namespace megascale::cli {
@@ -131,15 +132,16 @@ void PrintFit(const CalibrationFit& fit) {
 }
 
 // Each timed (or traced) run's step beside the planner's prediction of it from the fit just made:
-// how well the fit reproduces the very run it is of (a run later on the same device may differ by the device's
-// drift, which this cannot show; bench/calibrate_check.sh measures both).
+// how well the fit reproduces the very run it is of (a run later on the same device may differ by
+// the device's drift, which this cannot show; bench/calibrate_check.sh measures both). The median
+// is traces/median.h's, as bench/calibrate_check.sh takes a run's.
 Status PrintSelfCheck(const CalibrateArgs& args, const std::vector<Scenario>& raws,
                       const std::vector<std::vector<double>>& step_seconds, const DeviceCalibration& fitted) {
   for (size_t i = 0; i < step_seconds.size() && i < raws.size(); ++i) {
     std::vector<double> steps = step_seconds[i];
     if (steps.empty()) continue;
     std::sort(steps.begin(), steps.end());
-    const double measured = steps[steps.size() / 2];
+    const double measured = Median(steps);
     MS_ASSIGN_OR_RETURN(Plan plan, PlanWith(raws[i], fitted));
     const double predicted = plan.prediction().iteration_time_s();
     std::printf("step          %s: measured %.4g s (median of %zu timed steps, quartiles %.4g-%.4g), the fit's plan "
