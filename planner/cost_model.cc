@@ -18,6 +18,8 @@ constexpr Tile kTiles[] = {{256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.9}, {6
 constexpr double kRampK = 64;
 // FlashAttention-2's backward recomputes the scores: 2.5 x the forward's FLOPs, not 2 x.
 constexpr double kFlashBackwardWork = 2.5;
+// Rows of queries (forward) or keys (backward) one CTA of a fused attention kernel takes.
+constexpr double kFlashBlockRows = 128;
 
 bool IsGemm(OpKind k) {
   return k == QKV_GEMM || k == ATTN_PROJ_GEMM || k == FFN_UP_GEMM || k == FFN_DOWN_GEMM ||
@@ -76,6 +78,20 @@ double CostModel::GemmShapeFactor(double m, double n, double k, double batch) co
   return best * k / (k + kRampK);
 }
 
+double CostModel::FlashOccupancy(const AttentionWork& w) const {
+  const double sms = constants_.sms;
+  if (sms <= 0) return 1;  // a CPU: no grid of CTAs
+  // One CTA per block of rows and (sequence, head): few heads per GPU (a narrow model at TP 8)
+  // give few CTAs. They are dealt to SMs as SMs free up, so the last one starts after about
+  // work / SMs and runs a mean CTA's length, work / CTAs: the SMs are busy
+  // (work / SMs) / (work / SMs + work / CTAs) = CTAs / (CTAs + SMs) of the kernel's time. Causal
+  // CTAs differ in length (a triangle of blocks); the mean is what the tail costs. On one H200 this turns FlashAttention-2's and cuDNN's kernel times over 2-64
+  // heads per GPU from an efficiency spread (coefficient of variation) of 0.26-0.42 into
+  // 0.06-0.15 (bench/data/h200-shapes-2026-11-26).
+  const double ctas = w.batch_heads * std::ceil(w.seq / kFlashBlockRows);
+  return ctas / (ctas + sms);
+}
+
 double CostModel::GemmTime(double m, double n, double k, double batch) const {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
   const double flops = 2.0 * m * n * k * batch;
@@ -100,8 +116,9 @@ double CostModel::AttentionTime(Phase phase, const OpShape& shape) const {
   if (shape.flash_attention) {
     const double flops = w.executed_flops * (backward ? kFlashBackwardWork : 1.0);
     const double io = ComputeOpCost(ATTENTION, phase, shape).bytes;
+    const double efficiency = constants_.attention_efficiency * FlashOccupancy(w);
     return constants_.kernel_overhead_s +
-           std::max(flops / (peak_flops_ * constants_.attention_efficiency), StreamSeconds(io));
+           std::max(flops / (peak_flops_ * efficiency), StreamSeconds(io));
   }
   // Unfused: scores = Q K^T and out = P V as batched GEMMs over (micro-batch x heads), the full
   // s x s_eff block computed and masked; softmax and dropout stream the scores through HBM.

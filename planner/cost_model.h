@@ -4,7 +4,8 @@
 //  * GemmTime: 2mnk FLOPs at the calibrated GEMM efficiency times a shape factor (wave
 //    quantization of output tiles over the SMs, partial tiles, short k loops), or HBM-bound;
 //  * AttentionTime: FlashAttention-2 class, FLOPs as executed (causal / sliding-window blocks
-//    skipped, backward recomputes the scores); unfused: batched GEMMs plus a memory-bound softmax
+//    skipped, backward recomputes the scores) at the calibrated efficiency times the grid's
+//    occupancy (CTAs / (CTAs + SMs): few heads per GPU leave SMs idle); unfused: batched GEMMs plus a memory-bound softmax
 //    over the s x s_eff scores in HBM;
 //  * MemoryBoundTime: element-wise ops, bytes over the achievable HBM bandwidth;
 //  * TpCollectiveTime: NCCL's ring inside an NVSwitch node, bus-bandwidth formula;
@@ -99,6 +100,8 @@ class CostModel {
 
  private:
   double GemmShapeFactor(double m, double n, double k, double batch) const;
+  // Fraction of the SMs' time a fused attention kernel keeps them busy (its grid's tail).
+  double FlashOccupancy(const AttentionWork& w) const;
   // Seconds to stream `bytes` at the achievable HBM bandwidth (no kernel ramp).
   double StreamSeconds(double bytes) const;
 

@@ -1,5 +1,5 @@
 // The cost model's figures against hand computation: GEMM shape efficiency (tiles, waves, k loop),
-// attention (executed FLOPs, sliding window, unfused scores), memory-bound ops, NCCL bus-bandwidth
+// attention (executed FLOPs, the grid's occupancy, sliding window, unfused scores), memory-bound ops, NCCL bus-bandwidth
 // formulas inside and across nodes, optimizer and per-step time.
 #include "planner/cost_model.h"
 
@@ -87,10 +87,31 @@ TEST(CostModel, FlashAttentionRunsTheExecutedFlops) {
   // Causal: half of Megatron's counted s x s.
   EXPECT_DOUBLE_EQ(w.executed_flops, w.counted_flops / 2);
   EXPECT_DOUBLE_EQ(w.counted_flops, ComputeOpCost(ATTENTION, FORWARD, full).flops);
-  EXPECT_NEAR(cost.AttentionTime(FORWARD, full), 1e-6 + w.executed_flops / (312e12 * 0.5), 1e-12);
+  // 128 heads / TP 8 = 16 per GPU, 2,048 / 128 = 16 blocks of queries: 256 CTAs on 108 SMs.
+  const double occupancy = 256.0 / (256 + 108);
+  EXPECT_NEAR(cost.AttentionTime(FORWARD, full),
+              1e-6 + w.executed_flops / (312e12 * 0.5 * occupancy), 1e-12);
   // The backward recomputes the scores: 2.5 x the forward's work.
   EXPECT_NEAR(cost.AttentionTime(BACKWARD, full) - 1e-6,
               2.5 * (cost.AttentionTime(FORWARD, full) - 1e-6), 1e-12);
+}
+
+TEST(CostModel, FewHeadsPerGpuLeaveSmsIdle) {
+  const CostModel cost(kA100, Simple());
+  OpShape thin = Shape175B(0, true);  // 16 heads per GPU: 256 CTAs
+  OpShape wide = thin;
+  wide.micro_batch = 64;  // 16,384 CTAs: the grid's tail is under 1 % of the kernel
+  const auto per_flop = [&](const OpShape& s) {
+    return (cost.AttentionTime(FORWARD, s) - 1e-6) / AttentionWorkOf(s).executed_flops;
+  };
+  EXPECT_NEAR(per_flop(wide) * 312e12 * 0.5, 16492.0 / 16384, 1e-9);
+  EXPECT_NEAR(per_flop(thin) / per_flop(wide), (16384.0 / 16492) / (256.0 / 364), 1e-9);
+  // A CPU calibration (no SMs) has no grid.
+  CostConstants cpu = Simple();
+  cpu.sms = 0;
+  const CostModel flat(kA100, cpu);
+  EXPECT_NEAR(flat.AttentionTime(FORWARD, thin) - 1e-6,
+              AttentionWorkOf(thin).executed_flops / (312e12 * 0.5), 1e-12);
 }
 
 TEST(CostModel, SlidingWindowCostsSTimesW) {
