@@ -5,7 +5,8 @@ prediction against it (issue 18, item 1: shape-aware compute costs, checked off 
 The kernels are what one GPU runs for a transformer layer at hidden 1,024-12,288, TP 1-8 and
 micro-batch 1-4 (seq 2,048): each GEMM of the QKV, projection and MLP ops, forward and backward,
 as torch.nn.functional.linear does it (bf16, weight stored [out, in]); FlashAttention through
-torch's SDPA flash backend (causal, bf16), forward and backward; LayerNorm forward and backward.
+torch's SDPA flash backend (causal, bf16), forward and backward; LayerNorm forward and backward;
+and unfused attention (batched GEMMs, softmax, dropout) at vTrain's shapes (seq 1,024).
 Timing: CUDA events around each repetition after a warm-up, the median; inputs rotate over enough
 copies that they do not sit in L2 (what a layer's GEMMs see in training). Random inputs, never
 zeros. The two ceilings are measured first (a large bf16 GEMM, a device-to-device copy).
@@ -144,6 +145,29 @@ def attention_case(k, dev, timed, kernel=None, backend="flash"):
                                                       retain_graph=True), timed, kernel)
 
 
+def unfused_attention_case(k, dev, timed, kernel=None):
+    """Megatron's unfused attention: scores = Q K^T (the scale folded into Q), softmax, dropout
+    (p = 0.1), P V, batched over micro-batch x heads; the backward through autograd. No causal
+    mask: Megatron's fused scale-mask-softmax masks within its one pass over the scores, where an
+    eager masked_fill would add a pass."""
+    heads = int(k["heads"]) // int(k["tp"])
+    b, s, d = int(k["micro"]), int(k["seq"]), int(k["head_dim"])
+    sets = copies_for(2 * b * heads * s * s)
+    qkv = [[torch.randn(b * heads, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+            for _ in range(3)] for _ in range(sets)]
+
+    def forward(q, kk, v):
+        p = F.dropout(torch.softmax(torch.bmm(q, kk.transpose(1, 2)), dim=-1), 0.1, training=True)
+        return torch.bmm(p, v)
+    if k["phase"] == "FORWARD":
+        with torch.no_grad():
+            return run_case(lambda i: forward(*qkv[i % sets]), timed, kernel)
+    outs = [forward(*x) for x in qkv]
+    dout = torch.randn_like(outs[0])
+    return run_case(lambda i: torch.autograd.grad(outs[i % sets], qkv[i % sets], dout,
+                                                  retain_graph=True), timed, kernel)
+
+
 def layernorm_case(k, dev, timed, kernel=None):
     rows, h = int(k["rows"]), int(k["hidden"])
     sets = copies_for(2 * rows * h)
@@ -160,7 +184,8 @@ def layernorm_case(k, dev, timed, kernel=None):
                                                   retain_graph=True), timed, kernel)
 
 
-CASES = {"gemm": gemm_case, "attention": attention_case, "layernorm": layernorm_case}
+CASES = {"gemm": gemm_case, "attention": attention_case, "layernorm": layernorm_case,
+         "attention_unfused": unfused_attention_case}
 
 
 def ceilings(dev, timed):
@@ -273,6 +298,9 @@ def report(rows):
     table("GEMM hidden", lambda r: r["hidden"], gemms)
     table("attention tp", lambda r: r["tp"], [r for r in rows if r["kind"] == "attention"])
     table("attention hidden", lambda r: r["hidden"], [r for r in rows if r["kind"] == "attention"])
+    unfused = [r for r in rows if r["kind"] == "attention_unfused"]
+    table("unfused attn: phase, tp", lambda r: (r["phase"][:3], r["tp"]), unfused)
+    table("unfused attn: micro", lambda r: r["micro"], unfused)
     worst = sorted(rows, key=lambda r: -abs(r["err"]))[:12]
     print("\nworst kernels (predicted / kernel time - 1; events' time beside):")
     for r in worst:
@@ -290,14 +318,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("kernels", help="shape_probe's output: the kernels and the model's times")
     ap.add_argument("out", nargs="?", help="where to write the measured kernels (measure mode)")
-    ap.add_argument("--against", help="no GPU: a stored measurement (an OUT of an earlier run); "
-                    "the model's times come from KERNELS, the GPU's from this file")
+    ap.add_argument("--against", action="append", help="no GPU: a stored measurement (an OUT of an "
+                    "earlier run; repeat for several); the model's times come from KERNELS, the "
+                    "GPU's from these files")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
     kernels = [json.loads(line) for line in open(args.kernels)]
     if args.against:
-        measured = {shape_key(k): k for k in map(json.loads, open(args.against))
+        measured = {shape_key(k): k for path in args.against for k in map(json.loads, open(path))
                     if k["kind"] != "ceilings"}
         rows = []
         for k in kernels:
@@ -305,7 +334,7 @@ def main():
             if m is None:
                 continue
             rows.append(dict(m, predicted_s=k["predicted_s"]))
-        print(f"{len(rows)} of {len(kernels)} kernels measured in {args.against}")
+        print(f"{len(rows)} of {len(kernels)} kernels measured in {', '.join(args.against)}")
         report(rows)
         return
     if not args.out:

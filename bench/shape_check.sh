@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The cost model's kernel times against a GPU's, with no GPU: builds bench/shape_probe.cc against
 # the build, lists the kernels with the model's current times, and holds them against a stored
-# measurement of bench/shape_check.py (default: one H200, bench/data/h200-shapes-2026-11-26).
+# measurement of bench/shape_check.py (default: one H200, bench/data/h200-shapes-2026-11-26: its
+# fused-attention, GEMM and LayerNorm kernels and its unfused attention).
 # On a GPU machine, measure afresh instead:
 #   shape_probe H200 > kernels.jsonl && bench/shape_check.py kernels.jsonl measured.jsonl
-#   bench/shape_check.sh [BUILD_DIR] [MEASURED.jsonl]
+#   bench/shape_check.sh [BUILD_DIR] [MEASURED.jsonl...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
-measured="${2:-$root/bench/data/h200-shapes-2026-11-26/measured.jsonl}"
+data="$root/bench/data/h200-shapes-2026-11-26"
+if [[ $# -ge 2 ]]; then measured=("${@:2}"); else measured=("$data/measured.jsonl" "$data/measured-unfused.jsonl"); fi
 [[ -f "$build/libms_planner.a" ]] || { echo "build megascale in '$build' first" >&2; exit 1; }
-gpu=$(/usr/bin/python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline())["device"]; print(next((g for g in ("H200","H100","H800","A100","A800") if g in d), ""))' "$measured")
-[[ -n "$gpu" ]] || { echo "$measured: its first line names no catalogue GPU" >&2; exit 1; }
+gpu=$(/usr/bin/python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline())["device"]; print(next((g for g in ("H200","H100","H800","A100","A800") if g in d), ""))' "${measured[0]}")
+[[ -n "$gpu" ]] || { echo "${measured[0]}: its first line names no catalogue GPU" >&2; exit 1; }
 probe="$build/shape_probe"
 if [[ ! -x "$probe" || "$root/bench/shape_probe.cc" -nt "$probe" || "$build/libms_planner.a" -nt "$probe" ]]; then
   g++ -std=c++17 -O2 -Wall -Wextra -I"$root" -I"$build/gen" "$root/bench/shape_probe.cc" -o "$probe" \
@@ -21,5 +23,7 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$probe" "$gpu" > "$work/kernels.jsonl"
-echo "the model for $gpu against $measured"
-/usr/bin/python3 "$root/bench/shape_check.py" "$work/kernels.jsonl" --against "$measured"
+against=()
+for m in "${measured[@]}"; do against+=(--against "$m"); done
+echo "the model for $gpu against ${measured[*]}"
+/usr/bin/python3 "$root/bench/shape_check.py" "$work/kernels.jsonl" "${against[@]}"

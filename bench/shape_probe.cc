@@ -1,7 +1,8 @@
 // The cost model's per-kernel predictions over a grid of transformer-layer shapes, for
 // bench/shape_check.py to time on a real GPU: every GEMM a layer's GEMM ops run on one GPU
 // (planner/op_costs.h OpGemms, forward and backward), its fused attention and its LayerNorm, at
-// hidden 1,024-12,288, TP 1-8 (one GPU's share: the collectives are not timed) and micro-batch 1-4.
+// hidden 1,024-12,288, TP 1-8 (one GPU's share: the collectives are not timed) and micro-batch 1-4;
+// and unfused attention at vTrain's shapes.
 // Each line of the output is one JSON object: the kernel's shape and CostModel's time for it.
 // Nothing is fitted to what the GPU measures: the check holds the stored calibration against it.
 //   shape_probe GPU > kernels.jsonl      (GPU: a catalogue name, e.g. H200)
@@ -24,12 +25,13 @@ struct ModelShape {
   int hidden, heads;
 };
 
-ms::Result<ms::Scenario> Resolved(const std::string& gpu, const ModelShape& m, int tp) {
+ms::Result<ms::Scenario> Resolved(const std::string& gpu, const ModelShape& m, int tp,
+                                  int seq = 2048) {
   const std::string text = "name: \"probe\" cluster { gpu: \"" + gpu +
                            "\" num_gpus: 8 gpus_per_node: 8 fabric: NONBLOCKING }\n"
                            "model { layers: 8 hidden: " + std::to_string(m.hidden) +
                            " heads: " + std::to_string(m.heads) +
-                           " seq_len: 2048 vocab: 50304 }\n"
+                           " seq_len: " + std::to_string(seq) + " vocab: 50304 }\n"
                            "training { global_batch: 64 micro_batch: 1 }\n"
                            "layout { tp: " + std::to_string(tp) + " pp: 1 dp: " +
                            std::to_string(8 / tp) + " }\n";
@@ -98,6 +100,32 @@ int main(int argc, char** argv) {
                 ms::Phase_Name(phase).c_str(), tag, micro * 2048,
                 cost.OpTime(ms::LAYERNORM, phase, shape));
           }
+        }
+      }
+    }
+  }
+  // Unfused attention (batched GEMMs, softmax and dropout over the scores in HBM) at vTrain's
+  // shapes (seq 1,024, 16 heads, hidden 1,024 and 2,048, micro-batch 1-8): the path of the
+  // Megatron-DeepSpeed and Megatron-LM 2021 stacks that every A100 reference row runs.
+  for (const ModelShape& m : {ModelShape{1024, 16}, ModelShape{2048, 16}}) {
+    for (int tp : {1, 2, 4, 8}) {
+      auto scenario = Resolved(gpu, m, tp, 1024);
+      if (!scenario.ok()) {
+        std::fprintf(stderr, "shape_probe: %s\n", scenario.status().ToString().c_str());
+        return 1;
+      }
+      const ms::CostModel cost(scenario->cluster());
+      for (int micro : {1, 2, 4, 8}) {
+        ms::OpShape shape = ms::OpShapeOf(scenario->model(), scenario->layout(), micro);
+        shape.flash_attention = false;
+        const ms::AttentionWork w = ms::AttentionWorkOf(shape);
+        for (ms::Phase phase : {ms::FORWARD, ms::BACKWARD}) {
+          std::printf(
+              "{\"kind\":\"attention_unfused\",\"op\":\"ATTENTION\",\"phase\":\"%s\","
+              "\"hidden\":%d,\"heads\":%d,\"tp\":%d,\"micro\":%d,\"seq\":1024,"
+              "\"batch_heads\":%.0f,\"head_dim\":%.0f,\"causal\":true,\"predicted_s\":%.9g}\n",
+              ms::Phase_Name(phase).c_str(), m.hidden, m.heads, tp, micro, w.batch_heads,
+              w.head_dim, cost.OpTime(ms::ATTENTION, phase, shape));
         }
       }
     }
