@@ -2,7 +2,8 @@
 # The cost model's kernel times against a GPU's, with no GPU: builds bench/shape_probe.cc against
 # the build, lists the kernels with the model's current times, and holds them against a stored
 # measurement of bench/shape_check.py (default: one H200, bench/data/h200-shapes-2026-11-26: its
-# fused-attention, GEMM and LayerNorm kernels and its unfused attention).
+# fused-attention, GEMM and LayerNorm kernels and its unfused attention; an H100 run is beside it,
+# bench/data/h100-shapes-2026-11-26: pass its measured.jsonl).
 # On a GPU machine, measure afresh instead:
 #   shape_probe H200 > kernels.jsonl && bench/shape_check.py kernels.jsonl measured.jsonl
 #   bench/shape_check.sh [BUILD_DIR] [MEASURED.jsonl...]
