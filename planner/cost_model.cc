@@ -85,9 +85,10 @@ double CostModel::FlashOccupancy(const AttentionWork& w) const {
   // give few CTAs. They are dealt to SMs as SMs free up, so the last one starts after about
   // work / SMs and runs a mean CTA's length, work / CTAs: the SMs are busy
   // (work / SMs) / (work / SMs + work / CTAs) = CTAs / (CTAs + SMs) of the kernel's time. Causal
-  // CTAs differ in length (a triangle of blocks); the mean is what the tail costs. On one H200 this turns FlashAttention-2's and cuDNN's kernel times over 2-64
-  // heads per GPU from an efficiency spread (coefficient of variation) of 0.26-0.42 into
-  // 0.06-0.15 (bench/data/h200-shapes-2026-11-26).
+  // CTAs differ in length (a triangle of blocks); the mean is what the tail costs. On one H200
+  // this turns FlashAttention-2's and cuDNN's kernel times over 2-64 heads per GPU from an
+  // efficiency spread (coefficient of variation) of 0.26-0.42 into 0.06-0.15
+  // (bench/data/h200-shapes-2026-11-26).
   const double ctas = w.batch_heads * std::ceil(w.seq / kFlashBlockRows);
   return ctas / (ctas + sms);
 }

@@ -5,8 +5,8 @@
 //    quantization of output tiles over the SMs, partial tiles, short k loops), or HBM-bound;
 //  * AttentionTime: FlashAttention-2 class, FLOPs as executed (causal / sliding-window blocks
 //    skipped, backward recomputes the scores) at the calibrated efficiency times the grid's
-//    occupancy (CTAs / (CTAs + SMs): few heads per GPU leave SMs idle); unfused: batched GEMMs plus a memory-bound softmax
-//    over the s x s_eff scores in HBM;
+//    occupancy (CTAs / (CTAs + SMs): few heads per GPU leave SMs idle); unfused: batched GEMMs
+//    plus a memory-bound softmax over the s x s_eff scores in HBM;
 //  * MemoryBoundTime: element-wise ops, bytes over the achievable HBM bandwidth;
 //  * TpCollectiveTime: NCCL's ring inside an NVSwitch node, bus-bandwidth formula;
 //  * DpCollectiveTime / PpTime: NCCL's DP collective (ring or double binary tree, per the
