@@ -15,16 +15,17 @@ It fits nothing and asserts nothing: it prints each group's mean signed error (p
 measured - 1) and MAPE, and writes every kernel with both times as JSON lines.
 
 Usage: bench/shape_check.py KERNELS.jsonl OUT.jsonl [--limit N] [--device cuda]
-  (KERNELS from `shape_probe GPU`; --device cpu with --limit checks the script itself)
+       bench/shape_check.py KERNELS.jsonl --against MEASURED.jsonl [--against ...]   (no GPU)
+  (KERNELS from `shape_probe GPU`; --device cpu with --limit checks the script itself;
+  bench/shape_check.sh builds the probe and replays the stored runs)
 """
 import argparse
 import json
 import os
 import statistics
+import contextlib
 import sys
 import time
-
-import contextlib
 
 try:
     import torch
@@ -104,6 +105,19 @@ def run_case(fn, timed, kernel):
     return wall, (kernel(fn, 10) if kernel else None)
 
 
+def pass_case(k, forward, inputs, grad_of, timed, kernel):
+    """Times `forward` over the rotated input sets (phase FORWARD, no autograd graph) or its
+    backward through autograd on a kept graph (phase BACKWARD): the gradients of grad_of(i)."""
+    sets = len(inputs)
+    if k["phase"] == "FORWARD":
+        with torch.no_grad():
+            return run_case(lambda i: forward(*inputs[i % sets]), timed, kernel)
+    outs = [forward(*x) for x in inputs]
+    dout = torch.randn_like(outs[0])
+    return run_case(lambda i: torch.autograd.grad(outs[i % sets], grad_of(i % sets), dout,
+                                                  retain_graph=True), timed, kernel)
+
+
 def gemm_case(k, dev, timed, kernel=None):
     """The GEMM with its operands laid out as a Linear layer's: forward x @ W^T (W stored
     [out, in]), input gradient dy @ W, weight gradient dy^T @ x (both stored [tokens, features])."""
@@ -135,14 +149,8 @@ def attention_case(k, dev, timed, kernel=None, backend="flash"):
                         "cudnn": SDPBackend.CUDNN_ATTENTION}[backend])
            if dev == "cuda" else contextlib.nullcontext())
     with ctx:
-        if k["phase"] == "FORWARD":
-            with torch.no_grad():
-                return run_case(lambda i: F.scaled_dot_product_attention(*qkv[i % sets], is_causal=True),
-                                timed, kernel)
-        outs = [F.scaled_dot_product_attention(*x, is_causal=True) for x in qkv]
-        dout = torch.randn_like(outs[0])
-        return run_case(lambda i: torch.autograd.grad(outs[i % sets], qkv[i % sets], dout,
-                                                      retain_graph=True), timed, kernel)
+        return pass_case(k, lambda q, kk, v: F.scaled_dot_product_attention(q, kk, v, is_causal=True),
+                         qkv, lambda i: qkv[i], timed, kernel)
 
 
 def unfused_attention_case(k, dev, timed, kernel=None):
@@ -159,13 +167,7 @@ def unfused_attention_case(k, dev, timed, kernel=None):
     def forward(q, kk, v):
         p = F.dropout(torch.softmax(torch.bmm(q, kk.transpose(1, 2)), dim=-1), 0.1, training=True)
         return torch.bmm(p, v)
-    if k["phase"] == "FORWARD":
-        with torch.no_grad():
-            return run_case(lambda i: forward(*qkv[i % sets]), timed, kernel)
-    outs = [forward(*x) for x in qkv]
-    dout = torch.randn_like(outs[0])
-    return run_case(lambda i: torch.autograd.grad(outs[i % sets], qkv[i % sets], dout,
-                                                  retain_graph=True), timed, kernel)
+    return pass_case(k, forward, qkv, lambda i: qkv[i], timed, kernel)
 
 
 def layernorm_case(k, dev, timed, kernel=None):
@@ -175,13 +177,8 @@ def layernorm_case(k, dev, timed, kernel=None):
           for _ in range(sets)]
     wt = torch.randn(h, device=dev, dtype=torch.bfloat16, requires_grad=True)
     bias = torch.randn(h, device=dev, dtype=torch.bfloat16, requires_grad=True)
-    if k["phase"] == "FORWARD":
-        with torch.no_grad():
-            return run_case(lambda i: F.layer_norm(xs[i % sets], (h,), wt, bias), timed, kernel)
-    outs = [F.layer_norm(x, (h,), wt, bias) for x in xs]
-    dout = torch.randn_like(outs[0])
-    return run_case(lambda i: torch.autograd.grad(outs[i % sets], (xs[i % sets], wt, bias), dout,
-                                                  retain_graph=True), timed, kernel)
+    return pass_case(k, lambda x: F.layer_norm(x, (h,), wt, bias), [(x,) for x in xs],
+                     lambda i: (xs[i], wt, bias), timed, kernel)
 
 
 CASES = {"gemm": gemm_case, "attention": attention_case, "layernorm": layernorm_case,

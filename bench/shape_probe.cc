@@ -7,6 +7,7 @@
 // Nothing is fitted to what the GPU measures: the check holds the stored calibration against it.
 //   shape_probe GPU > kernels.jsonl      (GPU: a catalogue name, e.g. H200)
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <tuple>
@@ -25,8 +26,9 @@ struct ModelShape {
   int hidden, heads;
 };
 
-ms::Result<ms::Scenario> Resolved(const std::string& gpu, const ModelShape& m, int tp,
-                                  int seq = 2048) {
+// The resolved scenario of one model shape on `gpu` (8 GPUs of a node, TP x DP); exits naming the
+// rule a shape breaks.
+ms::Scenario Resolved(const std::string& gpu, const ModelShape& m, int tp, int seq = 2048) {
   const std::string text = "name: \"probe\" cluster { gpu: \"" + gpu +
                            "\" num_gpus: 8 gpus_per_node: 8 fabric: NONBLOCKING }\n"
                            "model { layers: 8 hidden: " + std::to_string(m.hidden) +
@@ -36,8 +38,12 @@ ms::Result<ms::Scenario> Resolved(const std::string& gpu, const ModelShape& m, i
                            "layout { tp: " + std::to_string(tp) + " pp: 1 dp: " +
                            std::to_string(8 / tp) + " }\n";
   auto parsed = ms::ParseScenario(text, "<probe>");
-  if (!parsed.ok()) return parsed.status();
-  return ms::ResolveScenario(*parsed);
+  auto resolved = parsed.ok() ? ms::ResolveScenario(*parsed) : parsed;
+  if (!resolved.ok()) {
+    std::fprintf(stderr, "shape_probe: %s\n", resolved.status().ToString().c_str());
+    std::exit(1);
+  }
+  return *resolved;
 }
 
 }  // namespace
@@ -54,14 +60,10 @@ int main(int argc, char** argv) {
   std::set<std::tuple<int, double, double, double, double>> gemms_seen;
   for (const ModelShape& m : models) {
     for (int tp : {1, 2, 4, 8}) {
-      auto scenario = Resolved(gpu, m, tp);
-      if (!scenario.ok()) {
-        std::fprintf(stderr, "shape_probe: %s\n", scenario.status().ToString().c_str());
-        return 1;
-      }
-      const ms::CostModel cost(scenario->cluster());
+      const ms::Scenario scenario = Resolved(gpu, m, tp);
+      const ms::CostModel cost(scenario.cluster());
       for (int micro : {1, 2, 4}) {
-        const ms::OpShape shape = ms::OpShapeOf(scenario->model(), scenario->layout(), micro);
+        const ms::OpShape shape = ms::OpShapeOf(scenario.model(), scenario.layout(), micro);
         const char* tag_fmt = "\"hidden\":%d,\"heads\":%d,\"tp\":%d,\"micro\":%d,\"seq\":2048";
         char tag[160];
         std::snprintf(tag, sizeof(tag), tag_fmt, m.hidden, m.heads, tp, micro);
@@ -109,14 +111,10 @@ int main(int argc, char** argv) {
   // Megatron-DeepSpeed and Megatron-LM 2021 stacks that every A100 reference row runs.
   for (const ModelShape& m : {ModelShape{1024, 16}, ModelShape{2048, 16}}) {
     for (int tp : {1, 2, 4, 8}) {
-      auto scenario = Resolved(gpu, m, tp, 1024);
-      if (!scenario.ok()) {
-        std::fprintf(stderr, "shape_probe: %s\n", scenario.status().ToString().c_str());
-        return 1;
-      }
-      const ms::CostModel cost(scenario->cluster());
+      const ms::Scenario scenario = Resolved(gpu, m, tp, 1024);
+      const ms::CostModel cost(scenario.cluster());
       for (int micro : {1, 2, 4, 8}) {
-        ms::OpShape shape = ms::OpShapeOf(scenario->model(), scenario->layout(), micro);
+        ms::OpShape shape = ms::OpShapeOf(scenario.model(), scenario.layout(), micro);
         shape.flash_attention = false;
         const ms::AttentionWork w = ms::AttentionWorkOf(shape);
         for (ms::Phase phase : {ms::FORWARD, ms::BACKWARD}) {
