@@ -1,5 +1,7 @@
 #include "planner/layer_ops.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace megascale {
@@ -93,13 +95,11 @@ double DeviceTime(const LayerContext& ctx, const Step& st) {
   return ctx.compute_scale * ctx.cost->OpTime(st.kind, st.phase, ctx.shape);
 }
 
-// The host launches the steps' kernels one after another (launch_s each) while the GPU runs them,
-// ahead of it as long as the kernels are longer than their launches. When the whole sequence's
-// launches take longer than its kernels (`device`: the steps' GPU times), the GPU waits for the
-// host: the sequence takes the launches' time. Returns that over the GPU's time (>= 1), which
-// stretches every step: the host-bound floor of narrow shapes (CostModel::LaunchFloor). A layer's
-// pass is the sequence, as the host can run ahead across its ops but every pass ends in a
-// dependency (a PP transfer, a collective) that the next one waits for.
+// The host launches the steps' kernels one after another (launch_s each) while the GPU runs them:
+// the sequence takes PassTime(launches, the steps' GPU times in `device`). Returns that over the
+// GPU's time (>= 1), which stretches every step: the host-bound floor of narrow shapes
+// (CostModel::LaunchFloor). A layer's pass is the sequence, as the host can run ahead across its
+// ops but every pass ends in a dependency (a PP transfer, a collective) that the next one waits for.
 double HostBoundStretch(const LayerContext& ctx, const std::vector<Step>& steps, const std::vector<double>& device) {
   if (ctx.shape.launch_s <= 0) return 1;
   double gpu = 0, host = 0;
@@ -107,7 +107,7 @@ double HostBoundStretch(const LayerContext& ctx, const std::vector<Step>& steps,
     gpu += device[i];
     host += CostModel::LaunchFloor(steps[i].kind, steps[i].phase, ctx.shape);
   }
-  return gpu > 0 && host > gpu ? host / gpu : 1;
+  return gpu > 0 ? PassTime(host, gpu) / gpu : 1;
 }
 
 // The step as an op lasting `duration_s`.
@@ -154,6 +154,14 @@ void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step
 }
 
 }  // namespace
+
+double PassTime(double host_s, double gpu_s) {
+  const double larger = std::max(host_s, gpu_s);
+  if (larger <= 0) return 0;
+  // Scaled by the larger, so that the powers cannot overflow or underflow.
+  return larger * std::pow(std::pow(host_s / larger, kHostGpuNorm) + std::pow(gpu_s / larger, kHostGpuNorm),
+                           1 / kHostGpuNorm);
+}
 
 void EmitLayer(ProgramWriter& w, const LayerContext& ctx, Phase phase, const OpPlace& place) {
   std::vector<Step> steps;

@@ -13,8 +13,8 @@
 // backward; SELECTIVE re-runs ATTENTION just before its backward.
 // overlap.tp fuses each AG/RS with its adjacent GEMM: both wait for the same op and run side by
 // side on COMPUTE and TP_COMM, the next op waits for both.
-// Host-bound passes: where launching a pass's kernels (layout.kernels.launch_us each) takes the
-// host longer than they take the GPU, every op of the pass stretches by that ratio.
+// Host-bound passes: a pass takes PassTime(its kernels' launches, layout.kernels.launch_us each;
+// its ops' GPU time), and every op of the pass stretches by that over the GPU's time.
 #pragma once
 
 #include "planner/cost_model.h"
@@ -40,6 +40,17 @@ struct OpPlace {
   int chunk = -1;
   int layer = -1;  // global layer index; -1 for the embedding and the head
 };
+
+// How a pass's host and GPU times combine: (host^p + gpu^p)^(1/p). The host runs ahead of long
+// kernels and the GPU catches up on short ones, so a pass takes about the larger of the two (p ->
+// infinity), but where they are close neither stays ahead of the other for the whole pass: at
+// host ~ gpu (within 10 %) a real eager layer's pass takes 1.03-1.16x the larger
+// (bench/data/h200-eager-layer-2026-11-26). p = 5: the least MAPE over vTrain's single-node runs
+// (p 3-12 scanned, launch_us held; 4-6 within 0.1 point); the H200 passes, fitted on nothing, are
+// best at 5-6 (mean error 1.4 %, worst 9 %, where max() gives 2.0 % and 14 %, the sum 34 %).
+constexpr double kHostGpuNorm = 5;
+// The pass's time, from the host's time to issue its kernels and the GPU's time to run them.
+double PassTime(double host_s, double gpu_s);
 
 // phase: FORWARD or BACKWARD (the backward includes its recompute).
 void EmitLayer(ProgramWriter& w, const LayerContext& ctx, Phase phase, const OpPlace& place);
