@@ -4,7 +4,7 @@ no communication) timed on one GPU, pass by pass, beside the host's time to issu
 GPU's kernel time (issue 18, item 1: the per-kernel launch term and the host-bound floor).
 
 The layer is the vTrain stack's (../shared/reference/README.md): pre-LayerNorm, QKV with bias,
-unfused attention (baddbmm scores, causal mask, softmax, dropout, bmm), projection, fused
+unfused attention (baddbmm scores, softmax, dropout, bmm; --mask), projection, fused
 bias-dropout-add, LayerNorm, MLP up with Megatron's fused bias-GeLU, MLP down, bias-dropout-add;
 fp16; full activation recomputation through torch.utils.checkpoint, one layer per chunk (what
 DeepSpeed's checkpointing does with checkpoint_num_layers 1). One TP rank's share: the QKV and MLP-up
@@ -23,7 +23,8 @@ The planner prices a pass as max(host, GPU) (planner/layer_ops.cc HostBoundStret
 holds that, and host + GPU, against wall. It fits nothing and asserts nothing.
 
 Usage: bench/eager_layer.py OUT.json [--device cuda] [--hidden 1024,2048] [--tp 1,2,4,8]
-                           [--mb 1,2,4,8] [--layers 4] [--seq 1024] [--reps 10]
+                           [--mb 1,2,4,8] [--layers 4] [--seq 1024] [--reps 10] [--mask none|fill]
+                           [--repeat N] [--shuffle SEED]
   (--device cpu --hidden 64 --seq 32 --tp 1 --mb 1 checks the script itself on Debian's torch)
 """
 import argparse
@@ -58,8 +59,9 @@ def bias_dropout_add(x: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor
 
 
 class Layer(torch.nn.Module):
-    def __init__(self, hidden, heads, tp, dev, dtype):
+    def __init__(self, hidden, heads, tp, dev, dtype, mask):
         super().__init__()
+        self.mask = mask
         h, hp, fp = hidden, hidden // tp, 4 * hidden // tp
         self.heads = heads // tp
         self.head_dim = hidden // heads
@@ -83,8 +85,9 @@ class Layer(torch.nn.Module):
         v = v.reshape(s, b * np_, hn).transpose(0, 1)
         scores = torch.baddbmm(torch.empty(b * np_, s, s, device=x.device, dtype=x.dtype), q,
                                k.transpose(1, 2), beta=0.0, alpha=1.0 / math.sqrt(hn))
-        mask = torch.ones(s, s, device=x.device, dtype=torch.bool).triu_(1)
-        probs = F.dropout(torch.softmax(scores.masked_fill(mask, -10000.0), dim=-1), p=0.1, training=True)
+        if self.mask == "fill":  # a causal mask as plain PyTorch writes it: two more passes
+            scores = scores.masked_fill(torch.ones(s, s, device=x.device, dtype=torch.bool).triu_(1), -10000.0)
+        probs = F.dropout(torch.softmax(scores, dim=-1), p=0.1, training=True)
         ctx = torch.bmm(probs, v).transpose(0, 1).reshape(s, b, np_ * hn)
         return F.linear(ctx, self.proj_w)
 
@@ -140,18 +143,23 @@ def kernel_time(fn, dev):
             total_us += getattr(a, "self_device_time_total", 0) or getattr(a, "self_cuda_time_total", 0)
         else:  # the script's CPU self-check: the ops' own CPU time
             total_us += a.self_cpu_time_total
+    names = {}
     try:
         gpu = [e for e in prof.events() if str(getattr(e, "device_type", "")).endswith("CUDA")]
         count = len(gpu) if dev == "cuda" else len([e for e in prof.events() if e.cpu_parent is None])
+        for e in gpu:
+            n = names.setdefault(e.name[:120], [0, 0.0])
+            n[0] += 1
+            n[1] += e.time_range.elapsed_us() * 1e-6
     except (AttributeError, RuntimeError) as err:  # an API this script was not written against
         log(f"kernel count unavailable: {err}")
         count = -1
-    return total_us * 1e-6, count
+    return total_us * 1e-6, count, names
 
 
-def measure(hidden, heads, tp, mb, seq, n_layers, reps, dev):
+def measure(hidden, heads, tp, mb, seq, n_layers, reps, dev, mask):
     dtype = torch.float16 if dev == "cuda" else torch.float32
-    layers = [Layer(hidden, heads, tp, dev, dtype) for _ in range(n_layers)]
+    layers = [Layer(hidden, heads, tp, dev, dtype, mask) for _ in range(n_layers)]
     x = torch.randn(seq, mb, hidden, device=dev, dtype=dtype, requires_grad=True)
     dout = torch.randn(seq, mb, hidden, device=dev, dtype=dtype)
     forward, backward = passes(layers, x, dout)
@@ -163,15 +171,17 @@ def measure(hidden, heads, tp, mb, seq, n_layers, reps, dev):
         rows["forward"].append(timed_pass(forward, dev))
         rows["backward"].append(timed_pass(backward, dev))
     per = n_layers  # per layer and micro-batch
-    out = {"hidden": hidden, "heads": heads, "tp": tp, "micro_batch": mb, "seq": seq, "layers": n_layers}
+    out = {"hidden": hidden, "heads": heads, "tp": tp, "micro_batch": mb, "seq": seq, "layers": n_layers,
+           "mask": mask}
     forward()
     fwd_k = kernel_time(forward, dev)
     bwd_k = kernel_time(backward, dev)
-    for name, (k_s, k_n) in (("forward", fwd_k), ("backward", bwd_k)):
+    for name, (k_s, k_n, k_names) in (("forward", fwd_k), ("backward", bwd_k)):
         out[name] = {"wall_s": statistics.median(w for w, _ in rows[name]) / per,
                      "host_s": statistics.median(h for _, h in rows[name]) / per,
                      "gpu_s": k_s / per, "kernels": k_n / per,
-                     "wall_reps_s": [w / per for w, _ in rows[name]], "host_reps_s": [h / per for _, h in rows[name]]}
+                     "wall_reps_s": [w / per for w, _ in rows[name]], "host_reps_s": [h / per for _, h in rows[name]],
+                     "kernel_names": {k: [c / per, t / per] for k, (c, t) in sorted(k_names.items())}}
     return out
 
 
@@ -186,6 +196,10 @@ def main():
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--mask", choices=("none", "fill"), default="none",
+                    help="none: the softmax's own pass masks, as Megatron's fused scale-mask-softmax "
+                         "does (the scores are not masked here: the same bytes and kernels); fill: "
+                         "masked_fill over the scores before a plain softmax")
     ap.add_argument("--repeat", type=int, default=1, help="measure every configuration this many times")
     ap.add_argument("--shuffle", type=int, default=None, help="random order of the configurations (seed)")
     a = ap.parse_args()
@@ -203,7 +217,7 @@ def main():
     if a.shuffle is not None:  # whether a configuration's host time is its own or the run's moment
         random.Random(a.shuffle).shuffle(configs)
     for hidden, tp, mb in configs:
-        r = measure(hidden, a.heads, tp, mb, a.seq, a.layers, a.reps, a.device)
+        r = measure(hidden, a.heads, tp, mb, a.seq, a.layers, a.reps, a.device, a.mask)
         results.append(r)
         f, b = r["forward"], r["backward"]
         log(f"hidden {hidden} tp {tp} mb {mb}: fwd wall {f['wall_s'] * 1e3:.3f} ms host "

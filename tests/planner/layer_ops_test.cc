@@ -74,19 +74,21 @@ Fit Errors(const std::vector<MeasuredPass>& passes, F combine) {
 }
 
 TEST(PassTime, FitsARealEagerLayerBetterThanTheLargerOrTheSum) {
-  std::vector<MeasuredPass> passes = Passes("eager.json");
-  const std::vector<MeasuredPass> repeat = Passes("eager-repeat.json");
-  passes.insert(passes.end(), repeat.begin(), repeat.end());
+  std::vector<MeasuredPass> passes;
+  for (const char* file : {"eager.json", "eager-repeat.json", "eager-nomask.json"}) {
+    const std::vector<MeasuredPass> run = Passes(file);
+    passes.insert(passes.end(), run.begin(), run.end());
+  }
   // 32 shapes (hidden 1,024 / 2,048 x TP 1-8 x micro-batch 1-8), forward and backward, measured
-  // once and then twice more in a shuffled order.
-  ASSERT_EQ(passes.size(), 192u);
+  // once, twice more in a shuffled order, and once more with the softmax masking in its own pass.
+  ASSERT_EQ(passes.size(), 256u);
   for (const MeasuredPass& p : passes) {
     ASSERT_TRUE(p.wall > 0 && p.host > 0 && p.gpu > 0) << p.wall << " " << p.host << " " << p.gpu;
   }
   const Fit pass = Errors(passes, PassTime);
   const Fit larger = Errors(passes, [](double h, double g) { return std::max(h, g); });
   const Fit sum = Errors(passes, [](double h, double g) { return h + g; });
-  // Measured: 1.4 % / 9 % (PassTime), 2.0 % / 14 % (the larger), 34 % / 90 % (the sum).
+  // Measured: 1.5 % / 9 % (PassTime), 2.0 % / 14 % (the larger), 35 % / 90 % (the sum).
   EXPECT_LT(pass.mean, 0.8 * larger.mean);
   EXPECT_LT(pass.worst, 0.10);
   EXPECT_LT(pass.worst, larger.worst);
