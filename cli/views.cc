@@ -46,7 +46,8 @@ nlohmann::json PredictionJson(const Prediction& p) {
           {"breakdown",
            {{"compute_s", p.compute_s()},
             {"exposed_comm_s", p.exposed_comm_s()},
-            {"bubble_s", p.bubble_s()}}},
+            {"bubble_s", p.bubble_s()},
+            {"host_wait_s", p.host_wait_s()}}},
           {"memory_per_gpu_gb", p.memory_per_gpu_gb()}};
 }
 

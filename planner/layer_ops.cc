@@ -110,8 +110,9 @@ double HostBoundStretch(const LayerContext& ctx, const std::vector<Step>& steps,
   return gpu > 0 ? PassTime(host, gpu) / gpu : 1;
 }
 
-// The step as an op lasting `duration_s`.
-Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double duration_s) {
+// The step as an op lasting `duration_s`, of which `gpu_s` is the GPU's own work (the rest waits
+// for the host's launches).
+Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double duration_s, double gpu_s) {
   Op op;
   if (IsTpCollective(st.kind)) {
     op = MakeOp(st.kind, TP_COMM, st.phase, CLOSED_FORM, duration_s);
@@ -123,6 +124,7 @@ Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double
     op.set_flops(c.flops);
     op.set_mem_bytes(c.bytes);
   }
+  if (duration_s > gpu_s) op.set_host_wait_s(duration_s - gpu_s);
   op.set_microbatch(place.microbatch);
   op.set_chunk(place.chunk);
   op.set_layer(place.layer);
@@ -133,10 +135,10 @@ Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double
 // GEMM that consumes it, the RS after the GEMM that produces it).
 void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step>& steps,
                const OpPlace& place) {
-  std::vector<double> duration(steps.size());
-  for (size_t i = 0; i < steps.size(); ++i) duration[i] = DeviceTime(ctx, steps[i]);
-  const double stretch = HostBoundStretch(ctx, steps, duration);
-  for (double& d : duration) d *= stretch;
+  std::vector<double> gpu(steps.size()), duration(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) gpu[i] = DeviceTime(ctx, steps[i]);
+  const double stretch = HostBoundStretch(ctx, steps, gpu);
+  for (size_t i = 0; i < steps.size(); ++i) duration[i] = gpu[i] * stretch;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& st = steps[i];
     if (ctx.overlap_tp && i + 1 < steps.size()) {
@@ -144,12 +146,13 @@ void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step
       const bool ag_then_gemm = st.kind == TP_ALL_GATHER && IsGemm(next.kind);
       const bool gemm_then_rs = IsGemm(st.kind) && next.kind == TP_REDUCE_SCATTER;
       if (ag_then_gemm || gemm_then_rs) {
-        w.ChainSideBySide(BuildOp(ctx, st, place, duration[i]), BuildOp(ctx, next, place, duration[i + 1]));
+        w.ChainSideBySide(BuildOp(ctx, st, place, duration[i], gpu[i]),
+                          BuildOp(ctx, next, place, duration[i + 1], gpu[i + 1]));
         ++i;
         continue;
       }
     }
-    w.Chain(BuildOp(ctx, st, place, duration[i]));
+    w.Chain(BuildOp(ctx, st, place, duration[i], gpu[i]));
   }
 }
 

@@ -172,6 +172,7 @@ StageBreakdown AttributeStage(const StageProgram& program, const StageTiming& ti
     if (op.lane() != COMPUTE) continue;
     charge_gap(cursor, timing.start_s[op.id()]);
     b.compute_s += timing.end_s[op.id()] - timing.start_s[op.id()];
+    b.host_wait_s += op.host_wait_s();
     cursor = timing.end_s[op.id()];
   }
   charge_gap(cursor, step_time_s);
@@ -206,6 +207,7 @@ Result<Prediction> PredictPlan(const Plan& plan) {
   p.set_compute_s(critical.compute_s);
   p.set_exposed_comm_s(critical.exposed_comm_s);
   p.set_bubble_s(critical.bubble_s);
+  p.set_host_wait_s(critical.host_wait_s);
   return p;
 }
 

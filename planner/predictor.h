@@ -27,6 +27,7 @@ struct StageBreakdown {
   double compute_s = 0;
   double exposed_comm_s = 0;
   double bubble_s = 0;
+  double host_wait_s = 0;  // of compute_s: the compute ops' Op.host_wait_s
 };
 
 // traces/diagnosis.h's attribution: the compute lane's busy time is compute; each idle gap of it

@@ -69,7 +69,7 @@ TEST(StackPresets, TheDifferingSwitchesOfTheStacks) {
 // kernels' launches at `launch_us`. The GPUs' memory is made large: 175B on 16 GPUs is a question
 // of launches here, not of fitting.
 struct Pass {
-  double seconds = 0, launches_s = 0;
+  double seconds = 0, launches_s = 0, host_wait_s = 0;
 };
 Pass FirstForwardPass(const std::string& model, double launch_us) {
   Result<Scenario> parsed = ParseScenario(R"(
@@ -90,6 +90,7 @@ layout { tp: 2 pp: 2 dp: 4 kernels { launch_us: )" + std::to_string(launch_us) +
   for (const Op& op : plan->stages(0).ops()) {
     if (op.layer() != 0 || op.microbatch() != 0 || op.phase() != FORWARD) continue;
     p.seconds += op.duration_s();
+    p.host_wait_s += op.host_wait_s();
     p.launches_s += OpKernels(op.kind(), op.phase(), shape) * launch_us * 1e-6;
   }
   return p;
@@ -106,11 +107,15 @@ TEST(StackPresets, AnEagerStacksLaunchesFloorANarrowPassOnly) {
   EXPECT_NEAR(eager.seconds, std::pow(std::pow(eager.launches_s, p) + std::pow(gpu_only.seconds, p), 1 / p),
               1e-9 * eager.launches_s);
   EXPECT_GT(eager.seconds, eager.launches_s);
+  // What the ops say they wait for the host is what the launches added to the GPU's time.
+  EXPECT_EQ(gpu_only.host_wait_s, 0);
+  EXPECT_NEAR(eager.host_wait_s, eager.seconds - gpu_only.seconds, 1e-9 * eager.seconds);
   // GPT-3 175B's layer outlasts its launches many times over: unchanged.
   const Pass wide = FirstForwardPass("gpt3-175b-megatron", 60), wide_gpu = FirstForwardPass("gpt3-175b-megatron", 0);
   ASSERT_GT(wide.seconds, 0);
   EXPECT_GT(wide.seconds, 10 * wide.launches_s);
   EXPECT_NEAR(wide.seconds, wide_gpu.seconds, 1e-6 * wide_gpu.seconds);
+  EXPECT_LT(wide.host_wait_s, 1e-6 * wide.seconds);
 }
 
 TEST(StackPresets, AnUnknownStackIsRefusedNamingTheKnownOnes) {
