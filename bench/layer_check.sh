@@ -10,16 +10,13 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
 measured="${2:-$root/bench/data/h200-eager-layer-2026-11-26/eager-nomask.json}"
-[[ -f "$build/libms_planner.a" ]] || { echo "build megascale in '$build' first" >&2; exit 1; }
 [[ -f "$measured" ]] || { echo "layer_check: $measured: no such file" >&2; exit 1; }
-gpu=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["device"]; print(next((g for g in ("H200","H100","H800","A100","A800") if g in d), ""))' "$measured")
-[[ -n "$gpu" ]] || { echo "$measured: its device names no catalogue GPU" >&2; exit 1; }
+source "$root/bench/probe_build.sh"
+device=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["device"])' "$measured")
+gpu=$(probe_gpu "$device")
+[[ -n "$gpu" ]] || { echo "$measured: its device names no catalogue GPU ($device)" >&2; exit 1; }
+probe_build "$root" "$build" layer_probe
 probe="$build/layer_probe"
-if [[ ! -x "$probe" || "$root/bench/layer_probe.cc" -nt "$probe" || "$build/libms_planner.a" -nt "$probe" ]]; then
-  g++ -std=c++17 -O2 -Wall -Wextra -I"$root" -I"$build/gen" "$root/bench/layer_probe.cc" -o "$probe" \
-    "$build/libms_planner.a" "$build/libms_topology.a" "$build/libms_base.a" "$build/libms_proto.a" \
-    -lprotobuf -lpthread
-fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$probe" "$gpu" > "$work/passes.jsonl"

@@ -12,15 +12,12 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
 data="$root/bench/data/h200-shapes-2026-11-26"
 if [[ $# -ge 2 ]]; then measured=("${@:2}"); else measured=("$data/measured.jsonl" "$data/measured-unfused.jsonl"); fi
-[[ -f "$build/libms_planner.a" ]] || { echo "build megascale in '$build' first" >&2; exit 1; }
-gpu=$(/usr/bin/python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline())["device"]; print(next((g for g in ("H200","H100","H800","A100","A800") if g in d), ""))' "${measured[0]}")
-[[ -n "$gpu" ]] || { echo "${measured[0]}: its first line names no catalogue GPU" >&2; exit 1; }
+source "$root/bench/probe_build.sh"
+device=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["device"])' "${measured[0]}")
+gpu=$(probe_gpu "$device")
+[[ -n "$gpu" ]] || { echo "${measured[0]}: its first line names no catalogue GPU ($device)" >&2; exit 1; }
+probe_build "$root" "$build" shape_probe
 probe="$build/shape_probe"
-if [[ ! -x "$probe" || "$root/bench/shape_probe.cc" -nt "$probe" || "$build/libms_planner.a" -nt "$probe" ]]; then
-  g++ -std=c++17 -O2 -Wall -Wextra -I"$root" -I"$build/gen" "$root/bench/shape_probe.cc" -o "$probe" \
-    "$build/libms_planner.a" "$build/libms_topology.a" "$build/libms_base.a" "$build/libms_proto.a" \
-    -lprotobuf -lpthread
-fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$probe" "$gpu" > "$work/kernels.jsonl"
