@@ -12,9 +12,7 @@ build="$(cd "${1:-$root/build}" && pwd)"
 measured="${2:-$root/bench/data/h200-eager-layer-2026-11-26/eager-nomask.json}"
 [[ -f "$measured" ]] || { echo "layer_check: $measured: no such file" >&2; exit 1; }
 source "$root/bench/probe_build.sh"
-device=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["device"])' "$measured")
-gpu=$(probe_gpu "$device")
-[[ -n "$gpu" ]] || { echo "$measured: its device names no catalogue GPU ($device)" >&2; exit 1; }
+gpu=$(probe_gpu "$measured")
 probe_build "$root" "$build" layer_probe
 probe="$build/layer_probe"
 work="$(mktemp -d)"

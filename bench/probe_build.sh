@@ -1,14 +1,24 @@
 # Sourced by bench/shape_check.sh and bench/layer_check.sh: what both do before replaying a stored
 # GPU run against the model.
-#   probe_gpu DEVICE       the catalogue GPU a device name (nvidia-smi's, torch's) is, or nothing
+#   probe_gpu FILE         the catalogue GPU a stored run ran on (its "device": of a JSON file, or
+#                          of the first line of a JSON-lines file); exits naming the file if none
 #   probe_build ROOT BUILD NAME
 #                          compiles bench/NAME.cc against BUILD's libraries into BUILD/NAME when
 #                          it is missing or older than its source or the planner library
 probe_gpu() {
-  local g
+  local device g
+  device=$(/usr/bin/python3 -c '
+import json, sys
+text = open(sys.argv[1]).read()
+try:
+    print(json.loads(text)["device"])
+except ValueError:
+    print(json.loads(text.splitlines()[0])["device"])' "$1" 2>/dev/null) || { echo "$1: not a stored run (no \"device\")" >&2; exit 1; }
   for g in H200 H100 H800 A100 A800; do
-    if [[ "$1" == *"$g"* ]]; then echo "$g"; return; fi
+    if [[ "$device" == *"$g"* ]]; then echo "$g"; return; fi
   done
+  echo "$1: its device ($device) is no catalogue GPU" >&2
+  exit 1
 }
 
 probe_build() {

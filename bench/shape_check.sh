@@ -13,9 +13,7 @@ build="$(cd "${1:-$root/build}" && pwd)"
 data="$root/bench/data/h200-shapes-2026-11-26"
 if [[ $# -ge 2 ]]; then measured=("${@:2}"); else measured=("$data/measured.jsonl" "$data/measured-unfused.jsonl"); fi
 source "$root/bench/probe_build.sh"
-device=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["device"])' "${measured[0]}")
-gpu=$(probe_gpu "$device")
-[[ -n "$gpu" ]] || { echo "${measured[0]}: its first line names no catalogue GPU ($device)" >&2; exit 1; }
+gpu=$(probe_gpu "${measured[0]}")
 probe_build "$root" "$build" shape_probe
 probe="$build/shape_probe"
 work="$(mktemp -d)"
