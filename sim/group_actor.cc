@@ -142,7 +142,9 @@ bool GroupActor::ResolveLanes() {
       const OpClass cls = info_->cls[id];
       const bool on_cores = pooled_ && (cls == OpClass::kCompute || cls == OpClass::kTp);
       if (cls == OpClass::kCompute && !on_cores) {
-        for (int k = 0; k < tp_; ++k) scratch_end_[k] = ready_[k] + op.duration_s() / speed_[k];
+        // A slow GPU stretches its own work; the wait for an eager host's launches is the host's.
+        const double host = op.host_wait_s(), own = op.duration_s() - host;
+        for (int k = 0; k < tp_; ++k) scratch_end_[k] = ready_[k] + host + own / speed_[k];
       } else if (cls == OpClass::kTp && !on_cores) {
         // Lockstep: the collective runs once every peer has reached it; a peer that arrived
         // early shows the wait inside its event.

@@ -43,5 +43,22 @@ TEST(SimStraggler, SlowGpuStretchesComputeAndPeerWaitsInTpCollective) {
   EXPECT_EQ(sink.events.size(), 2u * 3u * 2u);
 }
 
+// An eager stack's host-bound op (planner/layer_ops.h): of its 3 ms, 2 ms wait for the host's
+// launches, which a GPU at half speed does not stretch; its 1 ms of own work takes 2 ms.
+TEST(SimStraggler, ASlowGpuDoesNotStretchItsWaitForTheHost) {
+  Plan plan = MakePlan(TestCluster(NONBLOCKING, 2, 2, 2), /*tp=*/1, 1, /*dp=*/2, /*steps=*/1);
+  const uint32_t op = AddOp(&plan, 0, QKV_GEMM, COMPUTE, 3e-3);
+  plan.mutable_stages(0)->mutable_ops(static_cast<int>(op))->set_host_wait_s(2e-3);
+  Scenario scenario = MakeScenario(plan);
+  Straggler* s = scenario.mutable_faults()->add_stragglers();
+  s->set_rank(1);
+  s->set_speed(0.5);
+  CollectingSink sink;
+  Result<SimStats> stats = Simulate(scenario, plan, &sink);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_NEAR(Seconds(sink.Find(0, 0, op)->end_ns()), 3e-3, 1e-9);
+  EXPECT_NEAR(Seconds(sink.Find(1, 0, op)->end_ns()), 2e-3 + 1e-3 / 0.5, 1e-9);
+}
+
 }  // namespace
 }  // namespace megascale::simtest
