@@ -7,7 +7,9 @@ no FlashAttention, nothing overlapped: the DP all-reduce after the backward, i.e
 buckets), full activation recomputation, 1F1B, no ZeRO, GPT-2's vocabulary, one A100 node of up to
 8 GPUs with 150 GB/s inside it (what vTrain's configs state). `megascale plan --json` predicts the
 iteration time; this prints the error overall (MAPE, worst rows) and per TP degree and per hidden
-size (each group's mean signed error and MAPE), the groups issue 18 asks to bring within 5 %.
+size (each group's mean signed error and MAPE), the groups issue 18 asks to bring within 5 %, and
+the share of each group's predicted step that its compute waits for the host's launches
+(breakdown.host_wait_s; a TP collective's share of the wait counts as communication).
 It measures and asserts nothing: a benchmark, not a test.
 
 Usage: bench/vtrain_check.py [--binary build/megascale] [--every N] [--jobs 2] [--launch-us X] [--rows FILE]
@@ -49,18 +51,22 @@ def predict(binary, folder, i, row, launch_us=None):
         f.write(scenario(row, i, launch_us))
     r = subprocess.run([binary, "plan", "--json", path], capture_output=True, text=True)
     if r.returncode != 0:
-        return i, None, r.stderr.strip().splitlines()[-1] if r.stderr else "exit %d" % r.returncode
-    return i, json.loads(r.stdout)["iteration_time_s"], ""
+        return i, None, 0, r.stderr.strip().splitlines()[-1] if r.stderr else "exit %d" % r.returncode
+    plan = json.loads(r.stdout)
+    step = plan["iteration_time_s"]
+    return i, step, plan["breakdown"].get("host_wait_s", 0) / step, ""
 
 
 def group_table(title, key, rows):
     groups = {}
     for r in rows:
         groups.setdefault(key(r), []).append(r["err"])
-    print(f"\n{title:>12} {'rows':>5} {'mean error':>11} {'MAPE':>7}")
+    print(f"\n{title:>12} {'rows':>5} {'mean error':>11} {'MAPE':>7} {'host wait':>10}")
     for k in sorted(groups):
         e = groups[k]
-        print(f"{k:>12} {len(e):>5} {100 * statistics.mean(e):>10.1f}% {100 * statistics.mean(map(abs, e)):>6.1f}%")
+        host = statistics.mean(r["host_share"] for r in rows if key(r) == k)
+        print(f"{k:>12} {len(e):>5} {100 * statistics.mean(e):>10.1f}% {100 * statistics.mean(map(abs, e)):>6.1f}%"
+              f" {100 * host:>9.0f}%")
 
 
 def load_rows(every=1):
@@ -78,7 +84,7 @@ def evaluate(binary, rows, jobs=2, launch_us=None, progress=False):
     with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         futures = [pool.submit(predict, binary, folder, i, row, launch_us) for i, row in enumerate(rows)]
         for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-            i, predicted, why = fut.result()
+            i, predicted, host_share, why = fut.result()
             if progress and n % 100 == 0:
                 print(f"vtrain_check: {n}/{len(rows)} planned", file=sys.stderr)
             if predicted is None:
@@ -87,7 +93,7 @@ def evaluate(binary, rows, jobs=2, launch_us=None, progress=False):
             row = rows[i]
             measured = float(row["iteration time (ms)"]) / 1000
             results.append({"i": i, "row": row, "predicted": predicted, "measured": measured,
-                            "err": predicted / measured - 1})
+                            "err": predicted / measured - 1, "host_share": host_share})
     return results, failed
 
 
