@@ -46,8 +46,9 @@ struct OpPlace {
 // infinity), but where they are close neither stays ahead of the other for the whole pass: at
 // host ~ gpu (within 10 %) a real eager layer's pass takes 1.03-1.16x the larger
 // (bench/data/h200-eager-layer-2026-11-26). p = 5: the least MAPE over vTrain's single-node runs
-// (p 3-12 scanned, launch_us held; 4-6 within 0.1 point); the H200 passes, fitted on nothing, are
-// best at 5-6 (mean error 1.4 %, worst 9 %, where max() gives 2.0 % and 14 %, the sum 34 %).
+// (p 3-12 scanned, launch_us held; 4-6 within 0.1 point); real passes, fitted on nothing, are best
+// at 5-6 on an H200 (mean error 1.5 %, worst 9 %, where max() gives 2.0 % and 14 %, the sum 35 %)
+// and at 5 on an H100 (1.1 % / 6 % against 1.9 % / 12.5 %; bench/data/h100-eager-layer-*).
 constexpr double kHostGpuNorm = 5;
 // The pass's time, from the host's time to issue its kernels and the GPU's time to run them.
 double PassTime(double host_s, double gpu_s);
