@@ -131,8 +131,9 @@ def timed_pass(fn, dev):
 
 
 def kernel_time(fn, dev):
-    """(seconds of kernels, kernel count) of one call of fn, from the profiler: the time as
-    bench/shape_check.py sums it (every row's own device time), the count from its device events."""
+    """(seconds of kernels, kernel count, {kernel name: [count, seconds]}) of one call of fn, from
+    the profiler: the time as bench/shape_check.py sums it (every row's own device time), the count
+    and the names from its device events."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA if dev == "cuda" else ProfilerActivity.CPU]) as prof:
         fn()
@@ -205,7 +206,23 @@ def main():
     a = ap.parse_args()
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("eager_layer: --device cuda: no CUDA device here (use --device cpu for the self-check)")
-    ints = (lambda s: [int(v) for v in s.split(",")])
+    def ints(flag, text):
+        try:
+            values = [int(v) for v in text.split(",")]
+        except ValueError:
+            sys.exit(f"eager_layer: {flag} {text!r}: want comma-separated integers")
+        if min(values) < 1:
+            sys.exit(f"eager_layer: {flag} {text!r}: every value must be >= 1")
+        return values
+    hiddens, tps, mbs = ints("--hidden", a.hidden), ints("--tp", a.tp), ints("--mb", a.mb)
+    for flag, v in (("--layers", a.layers), ("--seq", a.seq), ("--reps", a.reps), ("--repeat", a.repeat)):
+        if v < 1:
+            sys.exit(f"eager_layer: {flag} {v}: must be >= 1")
+    for hidden in hiddens:
+        for tp in tps:
+            if hidden % a.heads or a.heads % tp:
+                sys.exit(f"eager_layer: hidden {hidden}, --heads {a.heads}, TP {tp}: the heads must divide "
+                         "the hidden size and TP the heads")
     results = []
     import platform
     head = {"device": torch.cuda.get_device_name() if a.device == "cuda" else "cpu",
@@ -213,7 +230,7 @@ def main():
             "cpu_model": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                                if l.startswith("model name")), "?")}
     log(f"{head['device']}, torch {head['torch']}")
-    configs = [(h, tp, mb) for h in ints(a.hidden) for tp in ints(a.tp) for mb in ints(a.mb)] * a.repeat
+    configs = [(h, tp, mb) for h in hiddens for tp in tps for mb in mbs] * a.repeat
     if a.shuffle is not None:  # whether a configuration's host time is its own or the run's moment
         random.Random(a.shuffle).shuffle(configs)
     for hidden, tp, mb in configs:
