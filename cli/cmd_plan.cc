@@ -145,13 +145,7 @@ Status RunPlan(const PlanArgs& args) {
               p.iteration_time_s(), 100 * p.mfu(), p.tflops_per_gpu(), p.tokens_per_s());
   std::printf("breakdown     compute %.3f s, exposed communication %.3f s, bubble %.3f s\n",
               p.compute_s(), p.exposed_comm_s(), p.bubble_s());
-  // An eager stack at narrow shapes: say how much of the compute is the GPU waiting for launches,
-  // the part a larger micro-batch, CUDA graphs or fused kernels would win back.
-  if (p.host_wait_s() > 0.005 * p.compute_s()) {
-    std::printf("host-bound    %.3f s of the compute (%.0f%%) waits for the host's kernel launches "
-                "(layout.kernels.launch_us %g us; docs/planner.md)\n",
-                p.host_wait_s(), 100 * p.host_wait_s() / p.compute_s(), plan.layout().kernels().launch_us());
-  }
+  std::printf("%s", HostBoundLine(plan).c_str());
   std::printf("memory        %.1f GB per GPU at the peak (limit %s: %.0f GB x %.2f; docs/memory.md)\n",
               p.memory_per_gpu_gb(), GbText(MemoryLimitBytes(scenario)).c_str(), plan.cluster().hbm_gb(),
               scenario.search().memory_fraction());

@@ -44,6 +44,7 @@ void PrintText(const Scenario& scenario, const Plan& plan, const DiagnosisReport
   }
   std::printf("planner       step %.3f s, MFU %.1f%% (uncontended prediction)\n", p.iteration_time_s(),
               100 * p.mfu());
+  std::printf("%s", HostBoundLine(plan).c_str());
   for (const auto& s : r.stragglers) {
     std::printf("straggler     rank %d (stage %d): compute %.1f%% slower than its stage peers\n", s.rank,
                 s.stage, 100 * s.slowdown);

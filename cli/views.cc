@@ -51,6 +51,19 @@ nlohmann::json PredictionJson(const Prediction& p) {
           {"memory_per_gpu_gb", p.memory_per_gpu_gb()}};
 }
 
+std::string HostBoundLine(const Plan& plan) {
+  // An eager stack at narrow shapes: how much of the compute is the GPU waiting for launches, the
+  // part a larger micro-batch, CUDA graphs or fused kernels would win back.
+  const Prediction& p = plan.prediction();
+  if (p.host_wait_s() <= 0.005 * p.compute_s()) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "host-bound    %.3f s of the compute (%.0f%%) waits for the host's kernel launches "
+                "(layout.kernels.launch_us %g us; docs/planner.md)\n",
+                p.host_wait_s(), 100 * p.host_wait_s() / p.compute_s(), plan.layout().kernels().launch_us());
+  return buf;
+}
+
 std::string LayoutLine(const Plan& plan) {
   const LayoutSpec& l = plan.layout();
   char buf[256];

@@ -1,6 +1,6 @@
-// `megascale plan` says where a step's compute waits for the host: an eager stack at narrow shapes
-// (planner/layer_ops.h, PassTime) prints a host-bound line and breakdown.host_wait_s; MegaScale's
-// own stack launches nothing eagerly and says nothing of it.
+// `megascale plan` (and `simulate`, from the same plan) says where a step's compute waits for the
+// host: an eager stack at narrow shapes (planner/layer_ops.h, PassTime) prints a host-bound line
+// and breakdown.host_wait_s; MegaScale's own stack launches nothing eagerly and says nothing of it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -28,7 +28,10 @@ TEST(PlanCli, ANarrowEagerLayoutSaysHowLongItsGpuWaitsForTheHost) {
   const std::string path = testing::WriteTemp("narrow-eager.textproto", kNarrowEager);
   auto text = RunCli("plan " + path);
   auto js = RunCli("plan --json " + path);
+  auto sim = RunCli("simulate -q " + path);
   std::remove(path.c_str());
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_NE(sim.out.find("host-bound"), std::string::npos) << sim.out;
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("host-bound"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("layout.kernels.launch_us 59.5"), std::string::npos) << text.out;
