@@ -9,10 +9,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/probe_scenario.h"
 #include "planner/op_costs.h"
 #include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
 
 namespace ms = megascale;
 
@@ -31,13 +30,7 @@ ms::Scenario Resolved(const std::string& gpu, int hidden, int tp, int micro) {
       " }\n"
       "layout { tp: " + std::to_string(tp) + " pp: 1 dp: 1 zero_stage: 0 recompute: RECOMPUTE_FULL "
       "schedule: ONE_F_ONE_B kernels { launch_us: 0 } }\n";
-  auto parsed = ms::ParseScenario(text, "<layer_probe>");
-  auto resolved = parsed.ok() ? ms::ResolveScenario(*parsed) : parsed;
-  if (!resolved.ok()) {
-    std::fprintf(stderr, "layer_probe: %s\n", resolved.status().ToString().c_str());
-    std::exit(1);
-  }
-  return *resolved;
+  return ms::bench::ResolvedOrExit(text, "layer_probe");
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 #                          of the first line of a JSON-lines file); exits naming the file if none
 #   probe_build ROOT BUILD NAME
 #                          compiles bench/NAME.cc against BUILD's libraries into BUILD/NAME when
-#                          it is missing or older than its source or the planner library
+#                          it is missing or older than its source, bench/probe_scenario.h or
+#                          the planner library
 probe_gpu() {
   local device g
   device=$(/usr/bin/python3 -c '
@@ -25,7 +26,13 @@ probe_build() {
   local root="$1" build="$2" name="$3"
   local probe="$build/$name"
   [[ -f "$build/libms_planner.a" ]] || { echo "build megascale in '$build' first" >&2; return 1; }
-  if [[ ! -x "$probe" || "$root/bench/$name.cc" -nt "$probe" || "$build/libms_planner.a" -nt "$probe" ]]; then
+  local source
+  local stale=0
+  [[ -x "$probe" ]] || stale=1
+  for source in "$root/bench/$name.cc" "$root/bench/probe_scenario.h" "$build/libms_planner.a"; do
+    [[ "$source" -nt "$probe" ]] && stale=1
+  done
+  if [[ $stale == 1 ]]; then
     g++ -std=c++17 -O2 -Wall -Wextra -I"$root" -I"$build/gen" "$root/bench/$name.cc" -o "$probe" \
       "$build/libms_planner.a" "$build/libms_topology.a" "$build/libms_base.a" "$build/libms_proto.a" \
       -lprotobuf -lpthread

@@ -13,10 +13,9 @@
 #include <tuple>
 #include <vector>
 
+#include "bench/probe_scenario.h"
 #include "planner/cost_model.h"
 #include "planner/op_costs.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
 
 namespace ms = megascale;
 
@@ -37,13 +36,7 @@ ms::Scenario Resolved(const std::string& gpu, const ModelShape& m, int tp, int s
                            "training { global_batch: 64 micro_batch: 1 }\n"
                            "layout { tp: " + std::to_string(tp) + " pp: 1 dp: " +
                            std::to_string(8 / tp) + " }\n";
-  auto parsed = ms::ParseScenario(text, "<probe>");
-  auto resolved = parsed.ok() ? ms::ResolveScenario(*parsed) : parsed;
-  if (!resolved.ok()) {
-    std::fprintf(stderr, "shape_probe: %s\n", resolved.status().ToString().c_str());
-    std::exit(1);
-  }
-  return *resolved;
+  return ms::bench::ResolvedOrExit(text, "shape_probe");
 }
 
 }  // namespace

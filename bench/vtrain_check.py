@@ -60,11 +60,11 @@ def predict(binary, folder, i, row, launch_us=None):
 def group_table(title, key, rows):
     groups = {}
     for r in rows:
-        groups.setdefault(key(r), []).append(r["err"])
+        groups.setdefault(key(r), []).append(r)
     print(f"\n{title:>12} {'rows':>5} {'mean error':>11} {'MAPE':>7} {'host wait':>10}")
     for k in sorted(groups):
-        e = groups[k]
-        host = statistics.mean(r["host_share"] for r in rows if key(r) == k)
+        e = [r["err"] for r in groups[k]]
+        host = statistics.mean(r["host_share"] for r in groups[k])
         print(f"{k:>12} {len(e):>5} {100 * statistics.mean(e):>10.1f}% {100 * statistics.mean(map(abs, e)):>6.1f}%"
               f" {100 * host:>9.0f}%")
 

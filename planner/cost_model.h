@@ -66,8 +66,8 @@ class CostModel {
   // time, before any wait for the host (layer_ops.cc stretches a host-bound pass, LaunchFloor).
   double OpTime(OpKind kind, Phase phase, const OpShape& shape) const;
   // The host's time to launch an op's kernels one by one: OpKernels x shape.launch_s (0 without
-  // a launch cost). A pass whose ops take the GPU less than their launches take the host waits
-  // for the host (planner/layer_ops.h).
+  // a launch cost). A layer pass takes PassTime of its ops' launches and GPU times
+  // (planner/layer_ops.h).
   static double LaunchFloor(OpKind kind, Phase phase, const OpShape& shape);
   // The formula alone, without op_scale: what `megascale calibrate` holds its measurements against.
   double FormulaTime(OpKind kind, Phase phase, const OpShape& shape) const;

@@ -124,9 +124,7 @@ TEST(SimCorePools, ATpCollectiveIsWorkOnTheCoresOnceBothPeersAreThere) {
   const uint32_t op_t = AddOp(&plan, 0, TP_ALL_REDUCE, TP_COMM, t, {op_a});
   Pool(&plan, {0, 1}, 1);
   Scenario scenario = MakeScenario(plan);
-  Straggler* s = scenario.mutable_faults()->add_stragglers();
-  s->set_rank(1);
-  s->set_speed(0.5);
+  AddStraggler(&scenario, 1, 0.5);
   CollectingSink sink;
   Result<SimStats> stats = Simulate(scenario, plan, &sink);
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();

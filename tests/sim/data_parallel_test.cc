@@ -51,9 +51,7 @@ TEST(SimDataParallel, BarrierWaitsForTheLastMember) {
   AddOp(&plan, 0, FFN_DOWN_GEMM, COMPUTE, 1e-3);
   const uint32_t ag = AddDp(&plan, 0, DP_ALL_GATHER, 0, bytes, {0});
   Scenario scenario = MakeScenario(plan);
-  Straggler* slow = scenario.mutable_faults()->add_stragglers();
-  slow->set_rank(2);
-  slow->set_speed(0.5);  // its 1 ms compute takes 2 ms
+  AddStraggler(&scenario, 2, 0.5);  // its 1 ms compute takes 2 ms
   CollectingSink sink;
   Result<SimStats> stats = Simulate(scenario, plan, &sink);
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();

@@ -46,9 +46,7 @@ void PlainScenario(Plan* plan, Scenario* scenario) {
   *plan = MakePlan(TestCluster(NONBLOCKING, 16, 2, 1), /*tp=*/2, /*pp=*/2, /*dp=*/4, 2);
   AddMiniPipeline(plan, 4, 1e-3, 2e-3, 20e6, 1e-4, 100e6);
   *scenario = MakeScenario(*plan);
-  Straggler* s = scenario->mutable_faults()->add_stragglers();
-  s->set_rank(5);
-  s->set_speed(0.8);
+  AddStraggler(scenario, 5, 0.8);
 }
 
 // Every link fault at once on a rail-optimized CLOS with two ToR groups (ECMP on the uplinks),
@@ -61,10 +59,8 @@ void FaultScenario(Plan* plan, Scenario* scenario) {
   *scenario = MakeScenario(*plan);
   scenario->mutable_sim()->set_flows(FLOWS_PER_GROUP);
   scenario->mutable_sim()->set_seed(7);
+  AddStraggler(scenario, 6, 0.9);
   FaultSpec* f = scenario->mutable_faults();
-  Straggler* s = f->add_stragglers();
-  s->set_rank(6);
-  s->set_speed(0.9);
   NicFlap* flap = f->add_nic_flaps();
   flap->set_rank(5);
   flap->set_time_s(5e-3);

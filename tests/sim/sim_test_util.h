@@ -114,6 +114,13 @@ inline uint32_t AddDp(Plan* plan, int stage, OpKind kind, uint32_t seq, double b
   return id;
 }
 
+// faults.stragglers: GPU `rank` computes at `speed` of its peers.
+inline void AddStraggler(Scenario* s, int rank, double speed) {
+  Straggler* slow = s->mutable_faults()->add_stragglers();
+  slow->set_rank(rank);
+  slow->set_speed(speed);
+}
+
 inline Scenario MakeScenario(const Plan& plan) {
   Scenario s;
   s.set_name("sim-test");

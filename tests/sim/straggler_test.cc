@@ -14,9 +14,7 @@ TEST(SimStraggler, SlowGpuStretchesComputeAndPeerWaitsInTpCollective) {
   const uint32_t op_tp = AddOp(&plan, 0, TP_ALL_REDUCE, TP_COMM, tp, {op_a});
   const uint32_t op_b = AddOp(&plan, 0, FFN_UP_GEMM, COMPUTE, b, {op_tp});
   Scenario scenario = MakeScenario(plan);
-  Straggler* s = scenario.mutable_faults()->add_stragglers();
-  s->set_rank(1);
-  s->set_speed(0.9);
+  AddStraggler(&scenario, 1, 0.9);
   CollectingSink sink;
   Result<SimStats> stats = Simulate(scenario, plan, &sink);
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
@@ -50,9 +48,7 @@ TEST(SimStraggler, ASlowGpuDoesNotStretchItsWaitForTheHost) {
   const uint32_t op = AddOp(&plan, 0, QKV_GEMM, COMPUTE, 3e-3);
   plan.mutable_stages(0)->mutable_ops(static_cast<int>(op))->set_host_wait_s(2e-3);
   Scenario scenario = MakeScenario(plan);
-  Straggler* s = scenario.mutable_faults()->add_stragglers();
-  s->set_rank(1);
-  s->set_speed(0.5);
+  AddStraggler(&scenario, 1, 0.5);
   CollectingSink sink;
   Result<SimStats> stats = Simulate(scenario, plan, &sink);
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
