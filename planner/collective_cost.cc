@@ -58,24 +58,41 @@ const char* NcclProtocolName(NcclProtocol p) {
   return "?";
 }
 
+namespace {
+
+// NCCL's ring figures per protocol (src/graph/tuning.cc, NCCL 2.8-2.14): the base latency and the
+// per-step latency over NVLink and across the network, in microseconds.
+struct NcclRingFigures {
+  NcclProtocol protocol;
+  double base_us, nvlink_step_us, net_step_us;
+};
+constexpr NcclRingFigures kNcclRing[] = {{NcclProtocol::kLL, 3.6, 0.47, 2.7},
+                                         {NcclProtocol::kLL128, 10.0, 1.9, 4.0},
+                                         {NcclProtocol::kSimple, 8.4, 3.4, 9.6}};
+
+const NcclRingFigures& RingFiguresOf(NcclProtocol p) {
+  for (const NcclRingFigures& f : kNcclRing) {
+    if (f.protocol == p) return f;
+  }
+  return kNcclRing[2];
+}
+
+}  // namespace
+
 NcclRingCost NcclNodeRingTime(OpKind kind, int members, double bytes, double bus_bytes_per_s) {
   NcclRingCost best;
   if (members <= 1 || bytes <= 0) return best;
-  // NCCL's ring figures over NVLink: base latency and per-step latency (microseconds), and the
-  // share of the bus bandwidth each protocol moves data at.
-  struct Figures {
-    NcclProtocol protocol;
-    double base_us, step_us, share;
-  };
+  // The share of the bus bandwidth each protocol moves data at inside a node: LL a quarter for
+  // all-reduce, a third otherwise; LL128 120 of 128 bytes (0.92).
   const bool all_reduce = IsAllReduce(kind);
-  const Figures protocols[] = {{NcclProtocol::kLL, 3.6, 0.47, all_reduce ? 1.0 / 4 : 1.0 / 3},
-                               {NcclProtocol::kLL128, 10.0, 1.9, 0.92},
-                               {NcclProtocol::kSimple, 8.4, 3.4, 1.0}};
   const double steps = RingSteps(kind, members);
   const double volume = RingVolume(kind, members, bytes);
   best.time_s = -1;
-  for (const Figures& f : protocols) {
-    const double t = 1e-6 * (f.base_us + steps * f.step_us) + volume / (bus_bytes_per_s * f.share);
+  for (const NcclRingFigures& f : kNcclRing) {
+    const double share = f.protocol == NcclProtocol::kLL ? (all_reduce ? 1.0 / 4 : 1.0 / 3)
+                         : f.protocol == NcclProtocol::kLL128 ? 0.92
+                                                              : 1.0;
+    const double t = 1e-6 * (f.base_us + steps * f.nvlink_step_us) + volume / (bus_bytes_per_s * share);
     if (best.time_s < 0 || t < best.time_s) best = {f.protocol, t};
   }
   return best;
@@ -137,42 +154,111 @@ double TreeFillTime(int depth, double chunk, const LinkFigures& link) {
 
 double TreeAllReduceTime(int members, double bytes, int channels, double chunk_bytes,
                          const LinkFigures& link) {
-  if (members <= 1) return 0;
-  const TreeShape shape = DoubleTreeShape(members);
-  return shape.max_edges * TreeEdgeBytes(bytes) / link.bandwidth_bytes_per_s +
-         TreeFillTime(shape.depth, TreeChunkBytes(bytes, channels, chunk_bytes), link);
+  return NetTreeTime(NetTreeFigures(NcclProtocol::kSimple), members, bytes, channels, chunk_bytes, link);
 }
 
 namespace {
 
-struct Choice {
-  CollectiveSpec::Algorithm algorithm;
-  double time_s;
-};
+// NCCL's NET hop latency of a tree (microseconds; tuning.cc), and its base latencies of a tree.
+double TreeNetHopUs(NcclProtocol p) { return p == NcclProtocol::kLL ? 5.0 : 8.5; }
+constexpr double kTreeBaseUs = 4.4;  // LL and LL128; Simple's is 0
 
-Choice Choose(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
-              const LinkFigures& link) {
-  const bool tree_possible = kind == DP_ALL_REDUCE && members >= 2;
-  if (!tree_possible || spec.algorithm() == CollectiveSpec::RING) {
-    return {CollectiveSpec::RING, RingCollectiveTime(kind, members, bytes, link)};
+NetProtocol Figures(CollectiveSpec::Algorithm algorithm, NcclProtocol p) {
+  return algorithm == CollectiveSpec::TREE ? NetTreeFigures(p) : NetRingFigures(p);
+}
+
+double TreeTime(const NetProtocol& p, const TreeShape& shape, double bytes, int channels,
+                double chunk_bytes, const LinkFigures& link) {
+  return shape.max_edges * TreeEdgeBytes(bytes) / (link.bandwidth_bytes_per_s * p.share) +
+         NetTreeFill(p, shape.depth, TreeChunkBytes(bytes, channels, chunk_bytes), link);
+}
+
+// The protocol spec allows for this algorithm (PROTOCOL_AUTO: the fastest, Simple on a tie).
+DpChoice BestProtocol(const CollectiveSpec& spec, CollectiveSpec::Algorithm algorithm, OpKind kind,
+                      int members, double bytes, const LinkFigures& link) {
+  // Simple first, so that a tie keeps it (no allocation: the search prices millions).
+  NcclProtocol allowed[] = {NcclProtocol::kSimple, NcclProtocol::kLL128, NcclProtocol::kLL};
+  int count = 3;
+  switch (spec.protocol()) {
+    case CollectiveSpec::LL: allowed[0] = NcclProtocol::kLL, count = 1; break;
+    case CollectiveSpec::LL128: allowed[0] = NcclProtocol::kLL128, count = 1; break;
+    case CollectiveSpec::SIMPLE: count = 1; break;
+    default: break;
   }
-  const double tree = TreeAllReduceTime(members, bytes, spec.channels(),
-                                        static_cast<double>(spec.chunk_bytes()), link);
-  if (spec.algorithm() == CollectiveSpec::TREE) return {CollectiveSpec::TREE, tree};
-  const double ring = RingCollectiveTime(kind, members, bytes, link);
-  return tree < ring ? Choice{CollectiveSpec::TREE, tree} : Choice{CollectiveSpec::RING, ring};
+  const bool tree = algorithm == CollectiveSpec::TREE;
+  const TreeShape shape = tree ? DoubleTreeShape(members) : TreeShape{};  // O(members): once
+  DpChoice best;
+  best.algorithm = algorithm;
+  best.time_s = -1;
+  for (int i = 0; i < count; ++i) {
+    const NetProtocol figures = Figures(algorithm, allowed[i]);
+    const double t = tree ? TreeTime(figures, shape, bytes, spec.channels(),
+                                     static_cast<double>(spec.chunk_bytes()), link)
+                          : NetRingTime(figures, kind, members, bytes, link);
+    if (best.time_s < 0 || t < best.time_s) best.protocol = figures, best.time_s = t;
+  }
+  return best;
 }
 
 }  // namespace
 
+NetProtocol NetRingFigures(NcclProtocol protocol) {
+  const NcclRingFigures& simple = RingFiguresOf(NcclProtocol::kSimple);
+  const NcclRingFigures& f = RingFiguresOf(protocol);
+  NetProtocol p;
+  p.protocol = protocol;
+  p.base_s = 1e-6 * std::max(0.0, f.base_us - simple.base_us);
+  p.latency_scale = f.net_step_us / simple.net_step_us;
+  p.share = protocol == NcclProtocol::kLL ? 1.0 / 4 : protocol == NcclProtocol::kLL128 ? 0.7 : 1.0;
+  return p;
+}
+
+NetProtocol NetTreeFigures(NcclProtocol protocol) {
+  NetProtocol p;
+  p.protocol = protocol;
+  if (protocol == NcclProtocol::kSimple) return p;
+  p.base_s = 1e-6 * kTreeBaseUs;
+  p.latency_scale = TreeNetHopUs(protocol) / RingFiguresOf(NcclProtocol::kSimple).net_step_us;
+  p.share = protocol == NcclProtocol::kLL ? 1.0 / 3.8 : 0.915;
+  return p;
+}
+
+double NetRingTime(const NetProtocol& p, OpKind kind, int members, double bytes,
+                   const LinkFigures& link) {
+  if (members <= 1) return 0;
+  return p.base_s + RingSteps(kind, members) * link.latency_s * p.latency_scale +
+         RingVolume(kind, members, bytes) / (link.bandwidth_bytes_per_s * p.share);
+}
+
+double NetTreeFill(const NetProtocol& p, int depth, double chunk, const LinkFigures& link) {
+  if (p.protocol == NcclProtocol::kSimple) return TreeFillTime(depth, chunk, link);
+  return p.base_s + 2.0 * depth * link.latency_s * p.latency_scale;
+}
+
+double NetTreeTime(const NetProtocol& p, int members, double bytes, int channels,
+                   double chunk_bytes, const LinkFigures& link) {
+  if (members <= 1) return 0;
+  return TreeTime(p, DoubleTreeShape(members), bytes, channels, chunk_bytes, link);
+}
+
+DpChoice ChooseCollective(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
+                          const LinkFigures& link) {
+  const DpChoice ring = BestProtocol(spec, CollectiveSpec::RING, kind, members, bytes, link);
+  const bool tree_possible = kind == DP_ALL_REDUCE && members >= 2;
+  if (!tree_possible || spec.algorithm() == CollectiveSpec::RING) return ring;
+  const DpChoice tree = BestProtocol(spec, CollectiveSpec::TREE, kind, members, bytes, link);
+  if (spec.algorithm() == CollectiveSpec::TREE) return tree;
+  return tree.time_s < ring.time_s ? tree : ring;
+}
+
 CollectiveSpec::Algorithm ChooseAlgorithm(const CollectiveSpec& spec, OpKind kind, int members,
                                           double bytes, const LinkFigures& link) {
-  return Choose(spec, kind, members, bytes, link).algorithm;
+  return ChooseCollective(spec, kind, members, bytes, link).algorithm;
 }
 
 double CollectiveTime(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
                       const LinkFigures& link) {
-  return Choose(spec, kind, members, bytes, link).time_s;
+  return ChooseCollective(spec, kind, members, bytes, link).time_s;
 }
 
 }  // namespace megascale

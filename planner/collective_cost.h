@@ -102,12 +102,50 @@ struct NcclRingCost {
 NcclRingCost NcclNodeRingTime(OpKind kind, int members, double bytes, double bus_bytes_per_s);
 const char* NcclProtocolName(NcclProtocol p);
 
+// --- NCCL's protocols across nodes (DP collectives)
+// NCCL prices each algorithm with each protocol as base + hops x its NET per-hop latency +
+// volume / (bus bandwidth x share) (src/graph/tuning.cc) and runs the fastest. Across nodes a
+// ring step costs LL 2.7 us, LL128 4.0 us, Simple 9.6 us; a tree hop LL 5.0 us, LL128 8.5 us; LL
+// moves a quarter of the bandwidth on a ring (1/3.8 on a tree), LL128 0.7 of it on a ring with one
+// member per node (as a DP group is when TP fills the node), 0.915 on a tree. Our Simple forms are
+// the fitted ones (RingCollectiveTime, TreeAllReduceTime over CostModel::Effective's hop: the
+// route's latency plus network_step_latency_s, no base), so LL and LL128 keep NCCL's proportions
+// to them: a ring step or a tree hop costs the hop's latency x NCCL's figure over Simple's ring
+// step (ring LL 0.28, LL128 0.42; tree LL 0.52, LL128 0.89; their lines are too small for a chunk
+// to fill the pipeline), the base NCCL's excess over Simple's (ring LL128 +1.6 us, tree LL and
+// LL128 +4.4 us; the ring's LL base is below Simple's and is taken as equal), the volume moves at
+// the share. A 100 kB all-reduce over 64 members then pays LL's latencies, not 126 Simple steps.
+struct NetProtocol {
+  NcclProtocol protocol = NcclProtocol::kSimple;
+  double base_s = 0;         // on top of Simple's (which has none)
+  double latency_scale = 1;  // x the hop's latency per ring step or tree hop
+  double share = 1;          // of the hop's bandwidth
+};
+NetProtocol NetRingFigures(NcclProtocol protocol);
+NetProtocol NetTreeFigures(NcclProtocol protocol);
+// Ring: base + steps x latency x latency_scale + volume / (bandwidth x share); 0 for one member.
+double NetRingTime(const NetProtocol& p, OpKind kind, int members, double bytes,
+                   const LinkFigures& link);
+// Tree fill: Simple's TreeFillTime; LL, LL128: base + 2 x depth x latency x latency_scale.
+double NetTreeFill(const NetProtocol& p, int depth, double chunk, const LinkFigures& link);
+// Tree all-reduce: max_edges x bytes/2 / (bandwidth x share) + the fill; 0 for one member.
+double NetTreeTime(const NetProtocol& p, int members, double bytes, int channels,
+                   double chunk_bytes, const LinkFigures& link);
+
 // --- the choice
-// The algorithm `spec` runs for this collective: RING or TREE (never AUTO). RING for reduce-scatter,
-// all-gather and fewer than two members; TREE when asked for; AUTO: the lower time, RING on a tie.
+// What NCCL runs for one DP collective and how long it takes.
+struct DpChoice {
+  CollectiveSpec::Algorithm algorithm = CollectiveSpec::RING;  // RING or TREE, never AUTO
+  NetProtocol protocol;
+  double time_s = 0;
+};
+// The algorithm: RING for reduce-scatter, all-gather and fewer than two members; TREE when asked
+// for; AUTO the faster. Each with spec.protocol, or for PROTOCOL_AUTO its fastest protocol. Ties
+// keep the ring and Simple.
+DpChoice ChooseCollective(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
+                          const LinkFigures& link);
 CollectiveSpec::Algorithm ChooseAlgorithm(const CollectiveSpec& spec, OpKind kind, int members,
                                           double bytes, const LinkFigures& link);
-// The time of the algorithm ChooseAlgorithm picks.
 double CollectiveTime(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
                       const LinkFigures& link);
 

@@ -44,11 +44,17 @@ LinkFigures DpHopFigures(const topology::Cluster& cluster, const RankLayout& ran
           std::max(out.latency_s, in.latency_s)};
 }
 
+CollectiveSpec PricedCollectives(const ClusterSpec& cluster, const CostConstants& constants) {
+  CollectiveSpec spec = cluster.collectives();
+  if (!constants.nccl_protocols) spec.set_protocol(CollectiveSpec::SIMPLE);
+  return spec;
+}
+
 CostModel::CostModel(const ClusterSpec& cluster) : CostModel(cluster, CalibrationOf(cluster)) {}
 
 CostModel::CostModel(const ClusterSpec& cluster, CostConstants constants)
     : constants_(std::move(constants)),
-      collectives_(cluster.collectives()),
+      collectives_(PricedCollectives(cluster, constants_)),
       peak_flops_(cluster.peak_tflops() * 1e12),
       hbm_bytes_per_s_(cluster.hbm_gbytes_per_s() * 1e9),
       nvlink_bytes_per_s_(cluster.nvlink_gbytes_per_s() * 1e9),

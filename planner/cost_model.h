@@ -36,6 +36,10 @@ using CostConstants = GpuCalibration;
 // The A100 calibration (the reference GPU of DESIGN.md).
 const CostConstants& DefaultCostConstants();
 
+// The DP collectives as priced (by the planner and the simulator alike): the cluster's settings,
+// with Simple only where the device's collectives are not NCCL's (a measured device: its MPI).
+CollectiveSpec PricedCollectives(const ClusterSpec& cluster, const CostConstants& constants);
+
 // The route from GPU src to GPU dst in the cluster (min bandwidth, summed latency).
 LinkFigures RouteFigures(const topology::Cluster& cluster, int src_gpu, int dst_gpu);
 // The DP hop of stage `stage`'s representative (TP index 0, replica 0), dp >= 2: the slower of

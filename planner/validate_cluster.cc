@@ -28,7 +28,10 @@ Status ResolveCollectives(CollectiveSpec* c) {
   MS_CHECK_FIELD(c->chunk_bytes() >= kMinChunkBytes && c->chunk_bytes() <= kMaxChunkBytes,
                  "cluster.collectives.chunk_bytes", c->chunk_bytes(),
                  "must be between 1024 (1 KiB) and 67108864 (64 MiB)");
+  MS_CHECK_FIELD(CollectiveSpec::Protocol_IsValid(c->protocol()), "cluster.collectives.protocol",
+                 static_cast<int>(c->protocol()), "must be PROTOCOL_AUTO, LL, LL128 or SIMPLE");
   c->set_algorithm(c->algorithm());
+  c->set_protocol(c->protocol());
   c->set_channels(c->channels());
   c->set_chunk_bytes(c->chunk_bytes());
   return Status::Ok();

@@ -109,7 +109,8 @@ class GroupActor {
   void StartRing(DpCollective& c);
   void StartTree(DpCollective& c);
   void OnTreeSetEnded(DpCollective& c, const FlowSet& set);
-  CollectiveSpec::Algorithm DpAlgorithmOf(const DpCollective& c) const;
+  // Sets c's algorithm and protocol as the planner would (plan.proto).
+  void ChooseDpAlgorithm(DpCollective* c) const;
   void StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
                   const std::vector<FlowTarget>& targets, int channels, GroupActor* notify);
   uint64_t RouteFlowId(int route) const;

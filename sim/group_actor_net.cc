@@ -120,9 +120,9 @@ void GroupActor::PostDp(NetOp& n, const Op& op) {
     c.sends.resize(members);
     c.kind = op.kind();
     c.bytes = op.comm_bytes();
-    c.algorithm = DpAlgorithmOf(c);
+    ChooseDpAlgorithm(&c);
     if (c.algorithm == CollectiveSpec::TREE) {
-      const CollectiveSpec& spec = world_->plan.cluster().collectives();
+      const CollectiveSpec& spec = world_->platform.net.collectives;
       c.tree_depth = DoubleTreeShape(members).depth;
       c.tree_chunk = TreeChunkBytes(c.bytes, spec.channels(), static_cast<double>(spec.chunk_bytes()));
       c.sets_left = members;
@@ -198,18 +198,19 @@ bool GroupActor::NetOpEnds(const NetOp& n, std::vector<double>* ends) const {
     // pipeline fill less the one latency already inside the simulated flows.
     for (int k = 0; k < tp_; ++k) {
       const LinkFigures hop{c.bandwidth[k], c.latency[k]};
-      (*ends)[k] = c.last_end[k] + TreeFillTime(c.tree_depth, c.tree_chunk, hop) - c.latency[k];
+      (*ends)[k] = c.last_end[k] + NetTreeFill(c.protocol, c.tree_depth, c.tree_chunk, hop) - c.latency[k];
     }
     return true;
   }
   const FlowSet& own = c.sends[replica_];
   const FlowSet& pred = c.sends[(replica_ + members - 1) % members];
   if (!own.started || own.remaining > 0 || !pred.started || pred.remaining > 0) return false;
-  // plan.proto: the op ends when its own flow and its predecessor's have ended, plus
-  // (steps - 1) route latencies (one latency is already inside the simulated flow).
-  const int extra = std::max(0, RingSteps(c.kind, members) - 1);
+  // plan.proto: the op ends when its own flow and its predecessor's have ended, plus the
+  // protocol's base and steps x latency_scale route latencies less the one already inside the
+  // simulated flow (Simple: steps - 1 latencies).
+  const double extra = RingSteps(c.kind, members) * c.protocol.latency_scale - 1;
   for (int k = 0; k < tp_; ++k) {
-    (*ends)[k] = std::max(own.end[k], pred.end[k]) + extra * own.latency[k];
+    (*ends)[k] = std::max(own.end[k], pred.end[k]) + extra * own.latency[k] + c.protocol.base_s;
   }
   return true;
 }
@@ -223,26 +224,32 @@ void GroupActor::Release(const NetOp& n) {
   }
 }
 
-CollectiveSpec::Algorithm GroupActor::DpAlgorithmOf(const DpCollective& c) const {
-  const CollectiveSpec& spec = world_->plan.cluster().collectives();
-  const int members = static_cast<int>(c.members.size());
+void GroupActor::ChooseDpAlgorithm(DpCollective* c) const {
+  const CollectiveSpec& spec = world_->platform.net.collectives;
+  const int members = static_cast<int>(c->members.size());
   LinkFigures hop;
-  if (spec.algorithm() == CollectiveSpec::AUTO && c.kind == DP_ALL_REDUCE && members >= 2) {
+  const bool auto_algorithm = spec.algorithm() == CollectiveSpec::AUTO && c->kind == DP_ALL_REDUCE;
+  if (members >= 2 && (auto_algorithm || spec.protocol() == CollectiveSpec::PROTOCOL_AUTO)) {
     // The planner's choice, from the same closed forms over the same hop as NCCL sees it
     // (CostModel::Effective with the calibration the platform carries).
     const LinkFigures raw = DpHopFigures(world_->cluster, world_->layout, stage_, members);
     hop = {raw.bandwidth_bytes_per_s * world_->platform.net.efficiency,
            raw.latency_s + world_->platform.net.step_latency_s};
   }
-  return ChooseAlgorithm(spec, c.kind, members, c.bytes, hop);
+  const DpChoice choice = ChooseCollective(spec, c->kind, members, c->bytes, hop);
+  c->algorithm = choice.algorithm;
+  c->protocol = choice.protocol;
 }
 
 void GroupActor::StartRing(DpCollective& c) {
   const int members = static_cast<int>(c.members.size());
   const int succ = (replica_ + 1) % members;
+  // A protocol that moves a share of the bandwidth takes 1 / share as long on an uncontended hop:
+  // its flows carry that many bytes, and weigh as much on a shared link (so do a tree's).
   StartFlows(&c.sends[replica_], gpus_,
-             {FlowTarget{GroupGpus(stage_, succ), RingVolume(c.kind, members, c.bytes), 0}},
-             world_->plan.cluster().collectives().channels(), c.members[succ]);
+             {FlowTarget{GroupGpus(stage_, succ),
+                         RingVolume(c.kind, members, c.bytes) / c.protocol.share, 0}},
+             world_->platform.net.collectives.channels(), c.members[succ]);
 }
 
 void GroupActor::StartTree(DpCollective& c) {
@@ -250,12 +257,14 @@ void GroupActor::StartTree(DpCollective& c) {
   // each child (broadcast); the neighbours send the other direction themselves. Tree t's channel
   // j hashes as route t x channels + j, so the two trees' flows between one pair differ.
   const int members = static_cast<int>(c.members.size());
-  const int channels = world_->plan.cluster().collectives().channels();
+  const int channels = world_->platform.net.collectives.channels();
   std::vector<FlowTarget> targets;
   for (int t = 0; t < 2; ++t) {
     const TreeNode node = DoubleTreeNode(members, t, replica_);
     for (int peer : {node.parent, node.children[0], node.children[1]}) {
-      if (peer >= 0) targets.push_back({GroupGpus(stage_, peer), TreeEdgeBytes(c.bytes), t * channels});
+      if (peer >= 0) {
+        targets.push_back({GroupGpus(stage_, peer), TreeEdgeBytes(c.bytes) / c.protocol.share, t * channels});
+      }
     }
   }
   FlowSet* own = &c.sends[replica_];
@@ -304,7 +313,7 @@ void GroupActor::StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
     }
   }
   // A flow's weight on an uplink, in units of one channel's share of a NIC-speed transfer.
-  const int units = world_->plan.cluster().collectives().channels();
+  const int units = world_->platform.net.collectives.channels();
   const int load = std::max(1, units / channels);
   static char payload;
   for (const FlowTarget& t : targets) {
@@ -339,7 +348,7 @@ int GroupActor::CountUplink(const topology::Path& path, int load) {
   // Up-down routing crosses at most one ToR uplink, and it is the first switch-tier link. Loads
   // are in units of one DP channel's share of a NIC-speed transfer (a PP flow weighs `units`),
   // so the figures compare across channel counts: with one channel they count flows.
-  const int units = world_->plan.cluster().collectives().channels();
+  const int units = world_->platform.net.collectives.channels();
   for (int id : path) {
     const topology::LinkClass cls = world_->cluster.link(id).cls;
     if (cls != topology::LinkClass::kTorToAgg && cls != topology::LinkClass::kTorToSpine) continue;

@@ -12,6 +12,7 @@
 
 #include "planner/calibration.h"
 #include "planner/core_pools.h"
+#include "planner/cost_model.h"
 
 namespace megascale {
 namespace {
@@ -62,7 +63,7 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl, public FlowRou
 
 NetworkCalibration NetworkCalibrationFor(const ClusterSpec& cluster) {
   const GpuCalibration c = CalibrationOf(cluster);
-  return {c.network_efficiency, c.network_step_latency_s};
+  return {c.network_efficiency, c.network_step_latency_s, PricedCollectives(cluster, c)};
 }
 
 double Platform::Capacity(const topology::Cluster& cluster, int link_id) const {

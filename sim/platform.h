@@ -54,9 +54,11 @@ class FlowRouter {
 // `efficiency` of a link's line rate and pays `step_latency_s` per transfer beyond the links' own.
 // The planner's CostModel::Effective applies the same two figures, so on an uncontended network
 // the simulated and the predicted collectives agree; contention then comes on top.
+// `collectives` are the DP collectives' settings as the planner prices them (PricedCollectives).
 struct NetworkCalibration {
   double efficiency = 1.0;
   double step_latency_s = 0;
+  CollectiveSpec collectives;
 };
 NetworkCalibration NetworkCalibrationFor(const ClusterSpec& cluster);
 

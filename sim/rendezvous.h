@@ -76,6 +76,10 @@ struct DpCollective {
   // RING or TREE: cluster.collectives, AUTO resolved by the planner's closed forms when the first
   // member posts (plan.proto), so every member runs the same algorithm.
   CollectiveSpec::Algorithm algorithm = CollectiveSpec::RING;
+  // NCCL's protocol, chosen with the algorithm from the same hop (ChooseCollective): the flows
+  // carry their bytes / share; a ring's op end adds base + (steps x latency_scale - 1) latencies
+  // to the flows' (which hold one), a tree's the protocol's fill (NetTreeFill) less one latency.
+  NetProtocol protocol;
   // TREE: the trees' depth and pipeline chunk; flow sets not ended yet; per GPU, the last end,
   // longest latency and narrowest bandwidth among the ended sets.
   int tree_depth = 0;

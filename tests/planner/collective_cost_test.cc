@@ -115,7 +115,13 @@ TEST(CollectiveCost, AutoTakesTheTreeForSmallAllReducesOverManyMembersAndTheRing
   const double small_tree = TreeAllReduceTime(64, 1e6, spec.channels(), 524288, link);
   ASSERT_LT(small_tree, RingCollectiveTime(DP_ALL_REDUCE, 64, 1e6, link));
   EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 64, 1e6, link), CollectiveSpec::TREE);
+  // ... and runs it with LL128 (NetTreeProtocols below): faster than its Simple form.
+  const DpChoice choice = ChooseCollective(spec, DP_ALL_REDUCE, 64, 1e6, link);
+  EXPECT_EQ(choice.protocol.protocol, NcclProtocol::kLL128);
+  EXPECT_LT(choice.time_s, small_tree);
+  spec.set_protocol(CollectiveSpec::SIMPLE);
   EXPECT_DOUBLE_EQ(CollectiveTime(spec, DP_ALL_REDUCE, 64, 1e6, link), small_tree);
+  spec.set_protocol(CollectiveSpec::PROTOCOL_AUTO);
   // 4 members, 1 GB: the ring's NIC moves 1.5 GB, the tree's 2 GB.
   ASSERT_LT(RingCollectiveTime(DP_ALL_REDUCE, 4, 1e9, link),
             TreeAllReduceTime(4, 1e9, spec.channels(), 524288, link));
@@ -127,6 +133,103 @@ TEST(CollectiveCost, AutoTakesTheTreeForSmallAllReducesOverManyMembersAndTheRing
   EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 4, 1e9, link), CollectiveSpec::TREE);
   spec.set_algorithm(CollectiveSpec::RING);
   EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 64, 1e6, link), CollectiveSpec::RING);
+}
+
+// NCCL's protocols on a ring across nodes: Simple is the fitted ring itself; a small collective
+// over many members runs LL (its steps cost 2.7 / 9.6 of Simple's), a mid-sized one LL128, a large
+// one Simple (LL moves a quarter of the bandwidth, LL128 0.7 of it). By hand for 64 members on a
+// 25 GB/s, 9 us hop, all-reduce (126 steps, volume 2 x 63/64 x bytes):
+//   LL     = 126 x 9 us x 0.28125                 + 4 x volume / 25 GB/s
+//   LL128  = 1.6 us + 126 x 9 us x 0.41667        + volume / (0.7 x 25 GB/s)
+//   Simple = 126 x 9 us                           + volume / 25 GB/s
+TEST(NetRingProtocols, SmallCollectivesPayLLsLatencyAndLargeOnesSimplesBandwidth) {
+  const LinkFigures link{25e9, 9e-6};
+  const auto time = [&](NcclProtocol p, double bytes) {
+    return NetRingTime(NetRingFigures(p), DP_ALL_REDUCE, 64, bytes, link);
+  };
+  for (double bytes : {1e3, 1e6, 1e9}) {
+    for (OpKind kind : {DP_ALL_REDUCE, DP_REDUCE_SCATTER, DP_ALL_GATHER}) {
+      EXPECT_DOUBLE_EQ(NetRingTime(NetRingFigures(NcclProtocol::kSimple), kind, 64, bytes, link),
+                       RingCollectiveTime(kind, 64, bytes, link));
+    }
+  }
+  const double v = 2 * 63.0 / 64;  // volume per byte of buffer
+  EXPECT_NEAR(time(NcclProtocol::kLL, 100e3), 126 * 9e-6 * 2.7 / 9.6 + 4 * v * 100e3 / 25e9, 1e-12);
+  EXPECT_NEAR(time(NcclProtocol::kLL128, 4e6),
+              1.6e-6 + 126 * 9e-6 * 4.0 / 9.6 + v * 4e6 / (0.7 * 25e9), 1e-12);
+
+  struct Case {
+    double bytes;
+    NcclProtocol expected;
+  };
+  CollectiveSpec ring;  // PROTOCOL_AUTO
+  ring.set_algorithm(CollectiveSpec::RING);
+  // Crossovers by hand: LL128 beats LL above 0.77 MB of buffer, Simple beats LL128 above 19.6 MB.
+  for (const Case& c : {Case{100e3, NcclProtocol::kLL}, Case{4e6, NcclProtocol::kLL128},
+                        Case{256e6, NcclProtocol::kSimple}}) {
+    const DpChoice chosen = ChooseCollective(ring, DP_ALL_REDUCE, 64, c.bytes, link);
+    EXPECT_EQ(chosen.algorithm, CollectiveSpec::RING);
+    EXPECT_EQ(chosen.protocol.protocol, c.expected) << c.bytes << " bytes";
+    const double best = std::min({time(NcclProtocol::kLL, c.bytes), time(NcclProtocol::kLL128, c.bytes),
+                                  time(NcclProtocol::kSimple, c.bytes)});
+    EXPECT_DOUBLE_EQ(chosen.time_s, best);
+    EXPECT_DOUBLE_EQ(CollectiveTime(ring, DP_ALL_REDUCE, 64, c.bytes, link), best);
+    // NCCL_PROTO=Simple: the fitted ring, whatever the size.
+    CollectiveSpec simple = ring;
+    simple.set_protocol(CollectiveSpec::SIMPLE);
+    EXPECT_DOUBLE_EQ(CollectiveTime(simple, DP_ALL_REDUCE, 64, c.bytes, link),
+                     time(NcclProtocol::kSimple, c.bytes));
+  }
+  // The regime is worth having: a 100 kB all-reduce over 64 members takes well under half of
+  // Simple's 126 steps.
+  EXPECT_LT(time(NcclProtocol::kLL, 100e3), 0.4 * time(NcclProtocol::kSimple, 100e3));
+  // A named protocol is run even where another would be faster.
+  ring.set_protocol(CollectiveSpec::LL);
+  EXPECT_EQ(ChooseCollective(ring, DP_ALL_GATHER, 64, 1e9, link).protocol.protocol, NcclProtocol::kLL);
+  ring.set_protocol(CollectiveSpec::LL128);
+  EXPECT_EQ(ChooseCollective(ring, DP_ALL_GATHER, 64, 1e3, link).protocol.protocol, NcclProtocol::kLL128);
+}
+
+// The tree's protocols by hand, 64 members (depth 6, max_edges 4) on a 25 GB/s, 5 us hop,
+// 1 MB all-reduce (h = 0.5 MB per tree edge):
+//   LL     = 4.4 us + 12 x 5 us x 5.0/9.6 + 4 h / (25 GB/s / 3.8)
+//   LL128  = 4.4 us + 12 x 5 us x 8.5/9.6 + 4 h / (25 GB/s x 0.915)
+//   Simple = 12 x (5 us + 0.5 MB chunk / 25 GB/s) + 4 h / 25 GB/s   (TreeAllReduceTime)
+TEST(NetTreeProtocols, TreesRunNcclsProtocolsToo) {
+  const LinkFigures link{25e9, 5e-6};
+  const double h = 0.5e6;
+  const auto tree = [&](NcclProtocol p, double bytes) {
+    return NetTreeTime(NetTreeFigures(p), 64, bytes, 1, 524288, link);
+  };
+  EXPECT_NEAR(tree(NcclProtocol::kLL, 1e6), 4.4e-6 + 12 * 5e-6 * 5.0 / 9.6 + 4 * h * 3.8 / 25e9, 1e-12);
+  EXPECT_NEAR(tree(NcclProtocol::kLL128, 1e6), 4.4e-6 + 12 * 5e-6 * 8.5 / 9.6 + 4 * h / (0.915 * 25e9),
+              1e-12);
+  EXPECT_DOUBLE_EQ(tree(NcclProtocol::kSimple, 1e6), TreeAllReduceTime(64, 1e6, 1, 524288, link));
+  EXPECT_NEAR(tree(NcclProtocol::kSimple, 1e6), 12 * (5e-6 + 0.5e6 / 25e9) + 4 * h / 25e9, 1e-12);
+  // 1 kB: LL's latency wins; 1 GB: Simple's bandwidth.
+  CollectiveSpec spec;
+  spec.set_algorithm(CollectiveSpec::TREE);
+  EXPECT_EQ(ChooseCollective(spec, DP_ALL_REDUCE, 64, 1e3, link).protocol.protocol, NcclProtocol::kLL);
+  EXPECT_EQ(ChooseCollective(spec, DP_ALL_REDUCE, 64, 1e9, link).protocol.protocol,
+            NcclProtocol::kSimple);
+  EXPECT_DOUBLE_EQ(ChooseCollective(spec, DP_ALL_REDUCE, 64, 1e3, link).time_s,
+                   tree(NcclProtocol::kLL, 1e3));
+}
+
+TEST(NetRingProtocols, AMeasuredDevicesCollectivesAreAlwaysSimple) {
+  // A measured device (megascale calibrate) runs its DP collectives over MPI, not NCCL: the
+  // cost model prices its small collectives as the plain ring.
+  const ClusterSpec cluster = testing::A100Cluster(64, NONBLOCKING);
+  CostConstants measured = DefaultCostConstants();
+  measured.nccl_protocols = false;
+  const LinkFigures raw{25e9, 2e-6};
+  const CostModel plain(cluster, measured);
+  EXPECT_EQ(PricedCollectives(cluster, measured).protocol(), CollectiveSpec::SIMPLE);
+  EXPECT_DOUBLE_EQ(plain.DpCollectiveTime(DP_REDUCE_SCATTER, 64, 100e3, raw),
+                   RingCollectiveTime(DP_REDUCE_SCATTER, 64, 100e3, plain.Effective(raw)));
+  const CostModel nccl(cluster, DefaultCostConstants());
+  EXPECT_LT(nccl.DpCollectiveTime(DP_REDUCE_SCATTER, 64, 100e3, raw),
+            0.5 * plain.DpCollectiveTime(DP_REDUCE_SCATTER, 64, 100e3, raw));
 }
 
 TEST(CollectiveCost, CostModelPricesTheClustersSettingsOverTheEffectiveLink) {
@@ -173,11 +276,14 @@ TEST(CollectiveSettings, DefaultsAreFilledAndBadValuesNamed) {
   EXPECT_EQ(c.algorithm(), CollectiveSpec::AUTO);
 
   EXPECT_TRUE(Resolve("collectives { algorithm: TREE channels: 32 chunk_bytes: 1024 }").ok());
+  EXPECT_EQ(c.protocol(), CollectiveSpec::PROTOCOL_AUTO);
+  EXPECT_TRUE(Resolve("collectives { protocol: LL128 }").ok());
   const std::pair<const char*, const char*> bad[] = {
       {"collectives { channels: 0 }", "cluster.collectives.channels = 0: must be between 1 and 32"},
       {"collectives { channels: 33 }", "cluster.collectives.channels = 33"},
       {"collectives { chunk_bytes: 1000 }", "cluster.collectives.chunk_bytes = 1000: must be between"},
       {"collectives { chunk_bytes: 134217728 }", "cluster.collectives.chunk_bytes = 134217728"},
+      {"collectives { protocol: FAST }", "FAST"},
   };
   for (const auto& [text, message] : bad) {
     const Result<Scenario> r = Resolve(text);

@@ -1,8 +1,9 @@
 // The simulator's DP collectives against planner/collective_cost.h's closed forms on a
 // non-blocking network (every flow alone on its links but for its own collective's, which share
 // each NIC max-min as the closed form assumes): the double binary tree, the ring in several
-// channels, and AUTO picking the tree for a small all-reduce over many members and the ring for
-// a large one, in the simulator as in the planner.
+// channels, NCCL's protocols by size (LL, LL128, Simple), and AUTO picking the tree (with LL or
+// LL128) for a small all-reduce over many members and the ring for a large one, in the simulator
+// as in the planner.
 #include <gtest/gtest.h>
 
 #include "planner/collective_cost.h"
@@ -82,6 +83,9 @@ TEST(SimCollectives, TreeOverTwoRailsPerGroupMatchesItsClosedForm) {
   spec->set_algorithm(CollectiveSpec::TREE);
   spec->set_channels(3);
   spec->set_chunk_bytes(1 << 20);
+  // Simple, whose fill the chunk sets (at 30 MB over 5 members LL128 would be faster: its fill
+  // has no 1 MiB chunks per hop).
+  spec->set_protocol(CollectiveSpec::SIMPLE);
   const double bytes = 30e6;
   const uint32_t ar = AddDp(&plan, 0, DP_ALL_REDUCE, 0, bytes);
   SimRun run;
@@ -117,6 +121,38 @@ TEST(SimCollectives, RingInFourChannelsKeepsTheRingTime) {
   EXPECT_EQ(run.stats.network_activities, 2 * n * 4);  // per collective, per member, per channel
 }
 
+TEST(SimCollectives, RingsRunNcclsProtocolBySizeLikeThePlanner) {
+  // Three ring collectives over 16 members in two channels: a small one runs LL (a quarter of
+  // the bandwidth, 0.28 of Simple's step latency), a mid-sized one LL128, a large one Simple;
+  // each as the planner's closed form says, and the LL ring's flows carry 4x its volume.
+  const int n = 16;
+  Plan plan = MakePlan(TestCluster(NONBLOCKING, n, 1, 1), 1, 1, n, 1);
+  plan.mutable_cluster()->mutable_collectives()->set_channels(2);
+  const double small = 50e3, mid = 1e6, large = 64e6;
+  const uint32_t a = AddDp(&plan, 0, DP_REDUCE_SCATTER, 0, small);
+  const uint32_t b = AddDp(&plan, 0, DP_ALL_GATHER, 1, mid, {a});
+  const uint32_t c = AddDp(&plan, 0, DP_ALL_GATHER, 2, large, {b});
+  SimRun run;
+  ASSERT_NO_FATAL_FAILURE(RunPlan(plan, &run));
+
+  const LinkFigures hop = Hop(plan, run.scenario);
+  const auto expect = [&](uint32_t op, OpKind kind, double bytes, NcclProtocol protocol) {
+    const DpChoice choice = ChooseCollective(plan.cluster().collectives(), kind, n, bytes, hop);
+    ASSERT_EQ(choice.protocol.protocol, protocol)
+        << NcclProtocolName(choice.protocol.protocol) << " for " << bytes << " bytes";
+    const double expected = choice.time_s;
+    for (int r = 0; r < n; ++r) {
+      EXPECT_NEAR(Duration(run.sink, r, op), expected, Tolerance(expected))
+          << NcclProtocolName(protocol) << ", rank " << r;
+    }
+  };
+  expect(a, DP_REDUCE_SCATTER, small, NcclProtocol::kLL);
+  expect(b, DP_ALL_GATHER, mid, NcclProtocol::kLL128);
+  expect(c, DP_ALL_GATHER, large, NcclProtocol::kSimple);
+  // The small one is what the protocols are for: well under Simple's 15 steps.
+  EXPECT_LT(Duration(run.sink, 0, a), 0.6 * RingCollectiveTime(DP_REDUCE_SCATTER, n, small, hop));
+}
+
 TEST(SimCollectives, AutoPicksTheTreeForSmallAndTheRingForLargeAllReducesLikeThePlanner) {
   const int n = 32;
   Plan plan = MakePlan(TestCluster(NONBLOCKING, n, 1, 1), 1, 1, n, 1);
@@ -137,6 +173,12 @@ TEST(SimCollectives, AutoPicksTheTreeForSmallAndTheRingForLargeAllReducesLikeThe
   // through each NIC on the ring against 2 x 256 MB on the tree.
   ASSERT_LT(small_tree, 0.8 * small_ring);
   ASSERT_LT(large_ring, large_tree);
+  // With NCCL's protocols the small tree runs LL or LL128 (faster still), the large ring Simple.
+  const DpChoice small_choice = ChooseCollective(spec, DP_ALL_REDUCE, n, small, hop);
+  ASSERT_EQ(small_choice.algorithm, CollectiveSpec::TREE);
+  ASSERT_NE(small_choice.protocol.protocol, NcclProtocol::kSimple);
+  ASSERT_LT(small_choice.time_s, small_tree);
+  ASSERT_EQ(ChooseCollective(spec, DP_ALL_REDUCE, n, large, hop).protocol.protocol, NcclProtocol::kSimple);
 
   // The planner prices the same choice over the same hop (its link before calibration).
   Result<topology::Cluster> cluster = topology::Cluster::Build(plan.cluster());
@@ -146,10 +188,11 @@ TEST(SimCollectives, AutoPicksTheTreeForSmallAndTheRingForLargeAllReducesLikeThe
   const LinkFigures raw = DpHopFigures(*cluster, ranks, 0, n);
   EXPECT_EQ(cost.DpAlgorithm(DP_ALL_REDUCE, n, small, raw), CollectiveSpec::TREE);
   EXPECT_EQ(cost.DpAlgorithm(DP_ALL_REDUCE, n, large, raw), CollectiveSpec::RING);
-  EXPECT_NEAR(cost.DpCollectiveTime(DP_ALL_REDUCE, n, small, raw), small_tree, 1e-9 * small_tree);
+  const double small_time = small_choice.time_s;
+  EXPECT_NEAR(cost.DpCollectiveTime(DP_ALL_REDUCE, n, small, raw), small_time, 1e-9 * small_time);
 
   for (int r = 0; r < n; ++r) {
-    EXPECT_NEAR(Duration(run.sink, r, a), small_tree, Tolerance(small_tree)) << "rank " << r;
+    EXPECT_NEAR(Duration(run.sink, r, a), small_time, Tolerance(small_time)) << "rank " << r;
     EXPECT_NEAR(Duration(run.sink, r, b), large_ring, Tolerance(large_ring)) << "rank " << r;
   }
 }
