@@ -3,7 +3,10 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
+#include "planner/dp_collectives.h"
 #include "planner/scenario_io.h"
 #include "planner/validate.h"
 
@@ -62,6 +65,58 @@ std::string HostBoundLine(const Plan& plan) {
                 "(layout.kernels.launch_us %g us; docs/planner.md)\n",
                 p.host_wait_s(), 100 * p.host_wait_s() / p.compute_s(), plan.layout().kernels().launch_us());
   return buf;
+}
+
+namespace {
+
+const char* DpKindName(OpKind kind) {
+  switch (kind) {
+    case DP_REDUCE_SCATTER: return "reduce-scatter";
+    case DP_ALL_GATHER: return "all-gather";
+    default: return "all-reduce";
+  }
+}
+
+std::string Megabytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", bytes / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+Result<std::string> DpCollectivesLine(const Plan& plan) {
+  MS_ASSIGN_OR_RETURN(std::vector<DpCollectiveGroup> groups, SummarizeDpCollectives(plan));
+  if (groups.empty()) return std::string();
+  std::string line = "dp comm       per step over DP " + std::to_string(plan.layout().dp()) + ":";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const DpCollectiveGroup& g = groups[i];
+    const std::string bytes = g.min_bytes == g.max_bytes
+                                  ? Megabytes(g.max_bytes)
+                                  : Megabytes(g.min_bytes) + "-" + Megabytes(g.max_bytes);
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), "%s %d %s%s of %s MB (%s, %s) %.3f %s", i == 0 ? "" : ";", g.count,
+                  DpKindName(g.kind), g.count == 1 ? "" : "s", bytes.c_str(),
+                  g.algorithm == CollectiveSpec::TREE ? "tree" : "ring", g.protocol.c_str(),
+                  g.seconds < 1 ? 1e3 * g.seconds : g.seconds, g.seconds < 1 ? "ms" : "s");
+    line += buf;
+  }
+  return line + "\n";
+}
+
+Result<nlohmann::json> DpCollectivesJson(const Plan& plan) {
+  MS_ASSIGN_OR_RETURN(std::vector<DpCollectiveGroup> groups, SummarizeDpCollectives(plan));
+  nlohmann::json out = nlohmann::json::array();
+  for (const DpCollectiveGroup& g : groups) {
+    out.push_back({{"kind", OpKind_Name(g.kind)},
+                   {"count", g.count},
+                   {"min_bytes", g.min_bytes},
+                   {"max_bytes", g.max_bytes},
+                   {"algorithm", CollectiveSpec::Algorithm_Name(g.algorithm)},
+                   {"protocol", g.protocol},
+                   {"seconds", g.seconds}});
+  }
+  return out;
 }
 
 std::string LayoutLine(const Plan& plan) {

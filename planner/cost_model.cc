@@ -188,14 +188,19 @@ LinkFigures CostModel::Effective(const LinkFigures& link) const {
           link.latency_s + constants_.network_step_latency_s};
 }
 
+DpChoice CostModel::DpCollectiveChoice(OpKind kind, int n, double bytes,
+                                       const LinkFigures& link) const {
+  return ChooseCollective(collectives_, kind, n, bytes, Effective(link));
+}
+
 double CostModel::DpCollectiveTime(OpKind kind, int n, double bytes,
                                    const LinkFigures& link) const {
-  return CollectiveTime(collectives_, kind, n, bytes, Effective(link));
+  return DpCollectiveChoice(kind, n, bytes, link).time_s;
 }
 
 CollectiveSpec::Algorithm CostModel::DpAlgorithm(OpKind kind, int n, double bytes,
                                                  const LinkFigures& link) const {
-  return ChooseAlgorithm(collectives_, kind, n, bytes, Effective(link));
+  return DpCollectiveChoice(kind, n, bytes, link).algorithm;
 }
 
 double CostModel::PpTime(double bytes, const LinkFigures& link) const {

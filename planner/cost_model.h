@@ -89,7 +89,8 @@ class CostModel {
   // A DP collective among n members at the calibrated network efficiency, with the algorithm
   // the cluster's collectives settings pick (planner/collective_cost.h).
   double DpCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link) const;
-  // The algorithm DpCollectiveTime prices: RING or TREE.
+  // The algorithm (RING or TREE) and protocol DpCollectiveTime prices, and its time.
+  DpChoice DpCollectiveChoice(OpKind kind, int n, double bytes, const LinkFigures& link) const;
   CollectiveSpec::Algorithm DpAlgorithm(OpKind kind, int n, double bytes,
                                         const LinkFigures& link) const;
   // A PP send/recv at the calibrated network efficiency.

@@ -1,11 +1,13 @@
 // `megascale plan` (and `simulate`, from the same plan) says where a step's compute waits for the
 // host: an eager stack at narrow shapes (planner/layer_ops.h, PassTime) prints a host-bound line
 // and breakdown.host_wait_s; MegaScale's own stack launches nothing eagerly and says nothing of it.
+// Both also say which NCCL algorithm and protocol the DP collectives run (a `dp comm` line).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "tests/cli/cli_runner.h"
 
@@ -42,6 +44,56 @@ TEST(PlanCli, ANarrowEagerLayoutSaysHowLongItsGpuWaitsForTheHost) {
   // launch them: most of the compute is waiting, none of it can be more.
   EXPECT_GT(wait, 0.5 * compute);
   EXPECT_LT(wait, compute);
+}
+
+// A small model over DP 64 (one GPU per node): its ZeRO-1 buckets are ~2 MB, where NCCL leaves
+// Simple for a low-latency protocol. `plan` says which (planner/dp_collectives.h) and prices it;
+// pinned to Simple (cluster.collectives.protocol) the same buckets take longer, and so does the step.
+constexpr char kSmallBuckets[] = R"(name: "small-buckets"
+cluster { gpu: "A100" num_gpus: 64 gpus_per_node: 1 fabric: NONBLOCKING PROTOCOL }
+model { preset: "gpt-tiny" }
+training { global_batch: 64 micro_batch: 1 }
+layout { tp: 1 pp: 1 dp: 64 zero_stage: 1 }
+)";
+
+TEST(PlanCli, SaysWhichNcclProtocolTheDpCollectivesRun) {
+  const auto run = [](const std::string& protocol, const std::string& args) {
+    std::string text = kSmallBuckets;
+    text.replace(text.find("PROTOCOL"), 8, protocol);
+    const std::string path = testing::WriteTemp("small-buckets.textproto", text);
+    auto r = RunCli(args + " " + path);
+    std::remove(path.c_str());
+    return r;
+  };
+  const auto fast = run("", "plan --json"), simple = run("collectives { protocol: SIMPLE }", "plan --json");
+  const auto text = run("", "plan"), sim = run("", "simulate -q");
+  ASSERT_EQ(fast.exit_code, 0) << fast.err;
+  ASSERT_EQ(simple.exit_code, 0) << simple.err;
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_NE(text.out.find("dp comm       per step over DP 64: "), std::string::npos) << text.out;
+  EXPECT_NE(sim.out.find("dp comm       per step over DP 64: "), std::string::npos) << sim.out;
+
+  const json a = json::parse(fast.out), s = json::parse(simple.out);
+  const auto total = [](const json& groups) {
+    double seconds = 0;
+    int count = 0;
+    for (const json& g : groups) seconds += g["seconds"].get<double>(), count += g["count"].get<int>();
+    return std::make_pair(seconds, count);
+  };
+  ASSERT_FALSE(a["dp_collectives"].empty());
+  for (const json& g : a["dp_collectives"]) {
+    EXPECT_EQ(g["algorithm"], "RING") << g;  // no all-reduce under ZeRO 1
+    EXPECT_NE(g["protocol"], "Simple") << g;
+    EXPECT_LT(g["max_bytes"].get<double>(), 4e6) << g;
+  }
+  for (const json& g : s["dp_collectives"]) EXPECT_EQ(g["protocol"], "Simple") << g;
+  const auto [fast_s, fast_n] = total(a["dp_collectives"]);
+  const auto [simple_s, simple_n] = total(s["dp_collectives"]);
+  EXPECT_EQ(fast_n, simple_n);  // the same buckets, in the same program
+  // 63 Simple steps of ~9 us per collective against LL128's 0.42 of them.
+  EXPECT_LT(fast_s, 0.7 * simple_s);
+  EXPECT_LT(a["iteration_time_s"].get<double>(), s["iteration_time_s"].get<double>());
 }
 
 TEST(PlanCli, MegaScalesOwnStackHasNoHostWait) {
