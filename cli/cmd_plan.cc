@@ -135,7 +135,7 @@ Status RunPlan(const PlanArgs& args) {
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& stage : plan.stages()) ops.push_back(stage.ops_size());
     out["ops_per_stage"] = ops;
-    MS_ASSIGN_OR_RETURN(out["dp_collectives"], DpCollectivesJson(plan));
+    out["dp_collectives"] = DpCollectivesJson(plan);
     std::cout << out.dump(2) << "\n";
     return Status::Ok();
   }
@@ -147,8 +147,7 @@ Status RunPlan(const PlanArgs& args) {
   std::printf("breakdown     compute %.3f s, exposed communication %.3f s, bubble %.3f s\n",
               p.compute_s(), p.exposed_comm_s(), p.bubble_s());
   std::printf("%s", HostBoundLine(plan).c_str());
-  MS_ASSIGN_OR_RETURN(const std::string dp_line, DpCollectivesLine(plan));
-  std::printf("%s", dp_line.c_str());
+  std::printf("%s", DpCollectivesLine(plan).c_str());
   std::printf("memory        %.1f GB per GPU at the peak (limit %s: %.0f GB x %.2f; docs/memory.md)\n",
               p.memory_per_gpu_gb(), GbText(MemoryLimitBytes(scenario)).c_str(), plan.cluster().hbm_gb(),
               scenario.search().memory_fraction());

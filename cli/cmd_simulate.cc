@@ -45,8 +45,7 @@ void PrintText(const Scenario& scenario, const Plan& plan, const DiagnosisReport
   std::printf("planner       step %.3f s, MFU %.1f%% (uncontended prediction)\n", p.iteration_time_s(),
               100 * p.mfu());
   std::printf("%s", HostBoundLine(plan).c_str());
-  // The simulation built this cluster already: the summary cannot fail here.
-  if (const Result<std::string> dp = DpCollectivesLine(plan); dp.ok()) std::printf("%s", dp->c_str());
+  std::printf("%s", DpCollectivesLine(plan).c_str());
   for (const auto& s : r.stragglers) {
     std::printf("straggler     rank %d (stage %d): compute %.1f%% slower than its stage peers\n", s.rank,
                 s.stage, 100 * s.slowdown);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/collective_cost.h"
 #include "planner/dp_collectives.h"
 #include "planner/scenario_io.h"
 #include "planner/validate.h"
@@ -77,6 +78,9 @@ const char* DpKindName(OpKind kind) {
   }
 }
 
+// NCCL's own spelling (LL, LL128, Simple), as NCCL_PROTO takes it.
+const char* ProtocolName(CollectiveSpec::Protocol p) { return NcclProtocolName(ProtocolOf(p)); }
+
 std::string Megabytes(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f", bytes / 1e6);
@@ -85,8 +89,8 @@ std::string Megabytes(double bytes) {
 
 }  // namespace
 
-Result<std::string> DpCollectivesLine(const Plan& plan) {
-  MS_ASSIGN_OR_RETURN(std::vector<DpCollectiveGroup> groups, SummarizeDpCollectives(plan));
+std::string DpCollectivesLine(const Plan& plan) {
+  const std::vector<DpCollectiveGroup> groups = SummarizeDpCollectives(plan);
   if (groups.empty()) return std::string();
   std::string line = "dp comm       per step over DP " + std::to_string(plan.layout().dp()) + ":";
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -97,23 +101,22 @@ Result<std::string> DpCollectivesLine(const Plan& plan) {
     char buf[256];
     std::snprintf(buf, sizeof(buf), "%s %d %s%s of %s MB (%s, %s) %.3f %s", i == 0 ? "" : ";", g.count,
                   DpKindName(g.kind), g.count == 1 ? "" : "s", bytes.c_str(),
-                  g.algorithm == CollectiveSpec::TREE ? "tree" : "ring", g.protocol.c_str(),
+                  g.algorithm == CollectiveSpec::TREE ? "tree" : "ring", ProtocolName(g.protocol),
                   g.seconds < 1 ? 1e3 * g.seconds : g.seconds, g.seconds < 1 ? "ms" : "s");
     line += buf;
   }
   return line + "\n";
 }
 
-Result<nlohmann::json> DpCollectivesJson(const Plan& plan) {
-  MS_ASSIGN_OR_RETURN(std::vector<DpCollectiveGroup> groups, SummarizeDpCollectives(plan));
+nlohmann::json DpCollectivesJson(const Plan& plan) {
   nlohmann::json out = nlohmann::json::array();
-  for (const DpCollectiveGroup& g : groups) {
+  for (const DpCollectiveGroup& g : SummarizeDpCollectives(plan)) {
     out.push_back({{"kind", OpKind_Name(g.kind)},
                    {"count", g.count},
                    {"min_bytes", g.min_bytes},
                    {"max_bytes", g.max_bytes},
                    {"algorithm", CollectiveSpec::Algorithm_Name(g.algorithm)},
-                   {"protocol", g.protocol},
+                   {"protocol", ProtocolName(g.protocol)},
                    {"seconds", g.seconds}});
   }
   return out;

@@ -26,11 +26,11 @@ std::string LayoutLine(const Plan& plan);
 // "host-bound    ..." with its newline where the plan's compute waits for an eager stack's kernel
 // launches for more than 0.5 % of it (Prediction.host_wait_s); else empty.
 std::string HostBoundLine(const Plan& plan);
-// "dp comm       per step over DP 192: 13 all-gathers of 196.6-453.0 MB (ring, Simple) 266.151 ms; ..."
+// "dp comm       per step over DP 192: 13 all-gathers of 196.6-453.0 MB (ring, Simple) 265.736 ms; ..."
 // with its newline: what NCCL runs for the DP collectives (planner/dp_collectives.h); empty for dp 1.
-Result<std::string> DpCollectivesLine(const Plan& plan);
+std::string DpCollectivesLine(const Plan& plan);
 // The same as JSON: [{kind, count, min_bytes, max_bytes, algorithm, protocol, seconds}].
-Result<nlohmann::json> DpCollectivesJson(const Plan& plan);
+nlohmann::json DpCollectivesJson(const Plan& plan);
 // Peak resident memory of this process in MiB.
 double PeakRssMiB();
 

@@ -52,9 +52,10 @@ struct GpuCalibration {
   // step (training.data_pipeline_overlap = false), seconds per step.
   double data_loading_s = 0.05;
 
-  // TP collectives inside a node are priced with NCCL's protocols (NcclNodeRingTime: LL, LL128,
-  // Simple, each with its latency and bandwidth share); false for a measured device, whose
-  // collectives are not NCCL's (the CPU's MPI) or are fitted per kind (op_scale).
+  // Collectives are priced with NCCL's protocols (LL, LL128, Simple, each with its latency and
+  // bandwidth share: NcclNodeRingTime for TP inside a node, ChooseCollective for DP); false for a
+  // measured device, whose collectives are not NCCL's (the CPU's MPI) or are fitted per kind
+  // (op_scale): TP the plain ring, DP Simple only (PricedCollectives).
   bool nccl_protocols = true;
 
   // --- measured devices only (megascale calibrate) ---

@@ -83,7 +83,7 @@ NcclRingCost NcclNodeRingTime(OpKind kind, int members, double bytes, double bus
   NcclRingCost best;
   if (members <= 1 || bytes <= 0) return best;
   // The share of the bus bandwidth each protocol moves data at inside a node: LL a quarter for
-  // all-reduce, a third otherwise; LL128 120 of 128 bytes (0.92).
+  // all-reduce, a third otherwise; LL128 NCCL's 0.92 (about 120 of its 128-byte lines).
   const bool all_reduce = IsAllReduce(kind);
   const double steps = RingSteps(kind, members);
   const double volume = RingVolume(kind, members, bytes);
@@ -99,9 +99,7 @@ NcclRingCost NcclNodeRingTime(OpKind kind, int members, double bytes, double bus
 }
 
 double RingCollectiveTime(OpKind kind, int members, double bytes, const LinkFigures& link) {
-  if (members <= 1) return 0;
-  return RingSteps(kind, members) * link.latency_s +
-         RingVolume(kind, members, bytes) / link.bandwidth_bytes_per_s;
+  return NetRingTime(NetRingFigures(NcclProtocol::kSimple), kind, members, bytes, link);
 }
 
 TreeNode DoubleTreeNode(int members, int tree, int member) {
@@ -163,10 +161,6 @@ namespace {
 double TreeNetHopUs(NcclProtocol p) { return p == NcclProtocol::kLL ? 5.0 : 8.5; }
 constexpr double kTreeBaseUs = 4.4;  // LL and LL128; Simple's is 0
 
-NetProtocol Figures(CollectiveSpec::Algorithm algorithm, NcclProtocol p) {
-  return algorithm == CollectiveSpec::TREE ? NetTreeFigures(p) : NetRingFigures(p);
-}
-
 double TreeTime(const NetProtocol& p, const TreeShape& shape, double bytes, int channels,
                 double chunk_bytes, const LinkFigures& link) {
   return shape.max_edges * TreeEdgeBytes(bytes) / (link.bandwidth_bytes_per_s * p.share) +
@@ -179,19 +173,14 @@ DpChoice BestProtocol(const CollectiveSpec& spec, CollectiveSpec::Algorithm algo
   // Simple first, so that a tie keeps it (no allocation: the search prices millions).
   NcclProtocol allowed[] = {NcclProtocol::kSimple, NcclProtocol::kLL128, NcclProtocol::kLL};
   int count = 3;
-  switch (spec.protocol()) {
-    case CollectiveSpec::LL: allowed[0] = NcclProtocol::kLL, count = 1; break;
-    case CollectiveSpec::LL128: allowed[0] = NcclProtocol::kLL128, count = 1; break;
-    case CollectiveSpec::SIMPLE: count = 1; break;
-    default: break;
-  }
+  if (spec.protocol() != CollectiveSpec::PROTOCOL_AUTO) allowed[0] = ProtocolOf(spec.protocol()), count = 1;
   const bool tree = algorithm == CollectiveSpec::TREE;
   const TreeShape shape = tree ? DoubleTreeShape(members) : TreeShape{};  // O(members): once
   DpChoice best;
   best.algorithm = algorithm;
   best.time_s = -1;
   for (int i = 0; i < count; ++i) {
-    const NetProtocol figures = Figures(algorithm, allowed[i]);
+    const NetProtocol figures = NetFigures(algorithm, allowed[i]);
     const double t = tree ? TreeTime(figures, shape, bytes, spec.channels(),
                                      static_cast<double>(spec.chunk_bytes()), link)
                           : NetRingTime(figures, kind, members, bytes, link);
@@ -213,6 +202,25 @@ NetProtocol NetRingFigures(NcclProtocol protocol) {
   return p;
 }
 
+NetProtocol NetFigures(CollectiveSpec::Algorithm algorithm, NcclProtocol protocol) {
+  return algorithm == CollectiveSpec::TREE ? NetTreeFigures(protocol) : NetRingFigures(protocol);
+}
+
+CollectiveSpec::Protocol ProtocolSetting(NcclProtocol protocol) {
+  switch (protocol) {
+    case NcclProtocol::kLL: return CollectiveSpec::LL;
+    case NcclProtocol::kLL128: return CollectiveSpec::LL128;
+    case NcclProtocol::kSimple: return CollectiveSpec::SIMPLE;
+  }
+  return CollectiveSpec::SIMPLE;
+}
+
+NcclProtocol ProtocolOf(CollectiveSpec::Protocol setting) {
+  return setting == CollectiveSpec::LL      ? NcclProtocol::kLL
+         : setting == CollectiveSpec::LL128 ? NcclProtocol::kLL128
+                                            : NcclProtocol::kSimple;
+}
+
 NetProtocol NetTreeFigures(NcclProtocol protocol) {
   NetProtocol p;
   p.protocol = protocol;
@@ -226,8 +234,8 @@ NetProtocol NetTreeFigures(NcclProtocol protocol) {
 double NetRingTime(const NetProtocol& p, OpKind kind, int members, double bytes,
                    const LinkFigures& link) {
   if (members <= 1) return 0;
-  return p.base_s + RingSteps(kind, members) * link.latency_s * p.latency_scale +
-         RingVolume(kind, members, bytes) / (link.bandwidth_bytes_per_s * p.share);
+  const double hops = std::max(1.0, RingSteps(kind, members) * p.latency_scale);
+  return p.base_s + hops * link.latency_s + RingVolume(kind, members, bytes) / (link.bandwidth_bytes_per_s * p.share);
 }
 
 double NetTreeFill(const NetProtocol& p, int depth, double chunk, const LinkFigures& link) {
@@ -243,22 +251,12 @@ double NetTreeTime(const NetProtocol& p, int members, double bytes, int channels
 
 DpChoice ChooseCollective(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
                           const LinkFigures& link) {
+  if (members <= 1) return DpChoice{};  // nothing to exchange
   const DpChoice ring = BestProtocol(spec, CollectiveSpec::RING, kind, members, bytes, link);
-  const bool tree_possible = kind == DP_ALL_REDUCE && members >= 2;
-  if (!tree_possible || spec.algorithm() == CollectiveSpec::RING) return ring;
+  if (kind != DP_ALL_REDUCE || spec.algorithm() == CollectiveSpec::RING) return ring;  // no tree
   const DpChoice tree = BestProtocol(spec, CollectiveSpec::TREE, kind, members, bytes, link);
   if (spec.algorithm() == CollectiveSpec::TREE) return tree;
   return tree.time_s < ring.time_s ? tree : ring;
-}
-
-CollectiveSpec::Algorithm ChooseAlgorithm(const CollectiveSpec& spec, OpKind kind, int members,
-                                          double bytes, const LinkFigures& link) {
-  return ChooseCollective(spec, kind, members, bytes, link).algorithm;
-}
-
-double CollectiveTime(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
-                      const LinkFigures& link) {
-  return ChooseCollective(spec, kind, members, bytes, link).time_s;
 }
 
 }  // namespace megascale

@@ -33,9 +33,11 @@
 // stage representative's ring hops). Members that share a node (TP smaller than the node) reach
 // each other over NVLink: a ring is still paced by its network hops, but a tree whose edges
 // partly stay inside nodes runs faster than this form says (NCCL builds its trees between nodes).
-// AUTO takes, per collective, the lower of the two (the ring on a tie), as NCCL's tuner does; the
-// tree wins small all-reduces over many members (2 log2 n hops against 2(n-1) steps), the ring
-// large ones (its NIC moves 2(n-1)/n x bytes, not 2 x bytes, and it has no fill).
+// These are Simple's forms; each algorithm also runs LL and LL128 (below: "NCCL's protocols across
+// nodes"). AUTO takes, per collective, the lower of the two algorithms at each one's fastest
+// protocol (the ring on a tie), as NCCL's tuner does; the tree wins small all-reduces over many
+// members (2 log2 n hops against 2(n-1) steps), the ring large ones (its NIC moves 2(n-1)/n x
+// bytes, not 2 x bytes, and it has no fill).
 // Pure functions; thread-safe.
 #pragma once
 
@@ -85,7 +87,7 @@ double TreeAllReduceTime(int members, double bytes, int channels, double chunk_b
 
 // --- NCCL's protocols on a ring inside a node (TP collectives)
 // NCCL runs a collective with one of three protocols and picks the fastest by its own tuning model
-// (src/graph/tuning.cc, NCCL 2.8-2.12): LL (8-byte flag per 8 bytes of data: lowest latency, a
+// (src/graph/tuning.cc, NCCL 2.8-2.14): LL (8-byte flag per 8 bytes of data: lowest latency, a
 // quarter of the bus bandwidth for all-reduce, a third otherwise), LL128 (128-byte lines: 92 % of
 // it) and Simple (all of it, the largest latency). A protocol's time on an NVLink ring is
 // base + steps x per-step latency + volume / (bus bandwidth x its share), volume being what each
@@ -107,7 +109,8 @@ const char* NcclProtocolName(NcclProtocol p);
 // volume / (bus bandwidth x share) (src/graph/tuning.cc) and runs the fastest. Across nodes a
 // ring step costs LL 2.7 us, LL128 4.0 us, Simple 9.6 us; a tree hop LL 5.0 us, LL128 8.5 us; LL
 // moves a quarter of the bandwidth on a ring (1/3.8 on a tree), LL128 0.7 of it on a ring with one
-// member per node (as a DP group is when TP fills the node), 0.915 on a tree. Our Simple forms are
+// member per node (as a DP group is when TP fills the node), 0.915 on a tree (tuning.cc's figure
+// at NCCL 2.14; later versions write 120/128). Our Simple forms are
 // the fitted ones (RingCollectiveTime, TreeAllReduceTime over CostModel::Effective's hop: the
 // route's latency plus network_step_latency_s, no base), so LL and LL128 keep NCCL's proportions
 // to them: a ring step or a tree hop costs the hop's latency x NCCL's figure over Simple's ring
@@ -115,6 +118,8 @@ const char* NcclProtocolName(NcclProtocol p);
 // to fill the pipeline), the base NCCL's excess over Simple's (ring LL128 +1.6 us, tree LL and
 // LL128 +4.4 us; the ring's LL base is below Simple's and is taken as equal), the volume moves at
 // the share. A 100 kB all-reduce over 64 members then pays LL's latencies, not 126 Simple steps.
+// A ring never takes less than one hop's latency (n = 2 with LL: 2 x 0.28 of a step): the
+// simulator's flows carry one.
 struct NetProtocol {
   NcclProtocol protocol = NcclProtocol::kSimple;
   double base_s = 0;         // on top of Simple's (which has none)
@@ -123,7 +128,13 @@ struct NetProtocol {
 };
 NetProtocol NetRingFigures(NcclProtocol protocol);
 NetProtocol NetTreeFigures(NcclProtocol protocol);
-// Ring: base + steps x latency x latency_scale + volume / (bandwidth x share); 0 for one member.
+// RING or TREE's figures.
+NetProtocol NetFigures(CollectiveSpec::Algorithm algorithm, NcclProtocol protocol);
+// The scenario's and the plan's name of a protocol (LL, LL128, SIMPLE), and back.
+CollectiveSpec::Protocol ProtocolSetting(NcclProtocol protocol);
+NcclProtocol ProtocolOf(CollectiveSpec::Protocol setting);  // REQUIRES: not PROTOCOL_AUTO
+// Ring: base + max(1, steps x latency_scale) x latency + volume / (bandwidth x share); 0 for one
+// member.
 double NetRingTime(const NetProtocol& p, OpKind kind, int members, double bytes,
                    const LinkFigures& link);
 // Tree fill: Simple's TreeFillTime; LL, LL128: base + 2 x depth x latency x latency_scale.
@@ -141,12 +152,8 @@ struct DpChoice {
 };
 // The algorithm: RING for reduce-scatter, all-gather and fewer than two members; TREE when asked
 // for; AUTO the faster. Each with spec.protocol, or for PROTOCOL_AUTO its fastest protocol. Ties
-// keep the ring and Simple.
+// keep the ring and Simple. Fewer than two members: a Simple ring of no time.
 DpChoice ChooseCollective(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
                           const LinkFigures& link);
-CollectiveSpec::Algorithm ChooseAlgorithm(const CollectiveSpec& spec, OpKind kind, int members,
-                                          double bytes, const LinkFigures& link);
-double CollectiveTime(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
-                      const LinkFigures& link);
 
 }  // namespace megascale

@@ -198,11 +198,6 @@ double CostModel::DpCollectiveTime(OpKind kind, int n, double bytes,
   return DpCollectiveChoice(kind, n, bytes, link).time_s;
 }
 
-CollectiveSpec::Algorithm CostModel::DpAlgorithm(OpKind kind, int n, double bytes,
-                                                 const LinkFigures& link) const {
-  return DpCollectiveChoice(kind, n, bytes, link).algorithm;
-}
-
 double CostModel::PpTime(double bytes, const LinkFigures& link) const {
   return P2pTime(bytes, Effective(link));
 }

@@ -9,9 +9,10 @@
 //    plus a memory-bound softmax over the s x s_eff scores in HBM;
 //  * MemoryBoundTime: element-wise ops, bytes over the achievable HBM bandwidth;
 //  * TpCollectiveTime: NCCL's ring inside an NVSwitch node, bus-bandwidth formula;
-//  * DpCollectiveTime / PpTime: NCCL's DP collective (ring or double binary tree, per the
-//    cluster's collectives settings: planner/collective_cost.h) and send/recv over the route's
-//    NICs, at the calibrated network efficiency; P2pTime is plan.proto's raw closed form;
+//  * DpCollectiveTime / PpTime: NCCL's DP collective (ring or double binary tree, each with LL,
+//    LL128 or Simple, per the cluster's collectives settings: planner/collective_cost.h) and
+//    send/recv over the route's NICs, at the calibrated network efficiency; P2pTime is
+//    plan.proto's raw closed form;
 //  * OpTime: an op of a layer (what layer_ops calls), dispatching to the above;
 //  * LaunchFloor: the host's time to launch an op's kernels (eager frameworks at narrow shapes).
 // Immutable; thread-safe.
@@ -86,13 +87,11 @@ class CostModel {
   double TpCollectiveTime(OpKind kind, int tp, double bytes) const;
   // The ring's closed form alone (no op_scale).
   double TpRingTime(OpKind kind, int tp, double bytes) const;
-  // A DP collective among n members at the calibrated network efficiency, with the algorithm
-  // the cluster's collectives settings pick (planner/collective_cost.h).
+  // A DP collective among n members at the calibrated network efficiency, with the algorithm and
+  // protocol the cluster's collectives settings pick (planner/collective_cost.h).
   double DpCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link) const;
   // The algorithm (RING or TREE) and protocol DpCollectiveTime prices, and its time.
   DpChoice DpCollectiveChoice(OpKind kind, int n, double bytes, const LinkFigures& link) const;
-  CollectiveSpec::Algorithm DpAlgorithm(OpKind kind, int n, double bytes,
-                                        const LinkFigures& link) const;
   // A PP send/recv at the calibrated network efficiency.
   double PpTime(double bytes, const LinkFigures& link) const;
   // The link as NCCL sees it: bandwidth scaled by the network efficiency.

@@ -1,12 +1,11 @@
-// What a plan's DP collectives run as NCCL would (algorithm and protocol, planner/collective_cost.h)
-// and what they cost, grouped for a reader: `plan` and `simulate` print it, so that a user sees
-// whether the gradient buckets ride Simple's bandwidth or small ones pay LL's latency.
+// What a plan's DP collectives run (the algorithm and NCCL protocol the planner chose for each op,
+// Op.dp_algorithm / dp_protocol) and what they cost, grouped for a reader: `plan` and `simulate`
+// print it, so that a user sees whether the gradient buckets ride Simple's bandwidth or small ones
+// pay LL's latency.
 #pragma once
 
-#include <string>
 #include <vector>
 
-#include "base/status.h"
 #include "planner/plan.pb.h"
 
 namespace megascale {
@@ -15,15 +14,14 @@ namespace megascale {
 struct DpCollectiveGroup {
   OpKind kind = DP_ALL_REDUCE;
   CollectiveSpec::Algorithm algorithm = CollectiveSpec::RING;
-  std::string protocol;  // NcclProtocolName
+  CollectiveSpec::Protocol protocol = CollectiveSpec::SIMPLE;
   int count = 0;
   double min_bytes = 0, max_bytes = 0;
   double seconds = 0;  // their ops' durations, uncontended (a tied bucket's holds the copies' sync)
 };
 
 // Stage 0's DP collectives of one step (every stage runs the same kinds over its own DP group),
-// in order of first appearance; empty for dp 1. Builds the cluster to find the DP hop, as the
-// plan's builder did.
-Result<std::vector<DpCollectiveGroup>> SummarizeDpCollectives(const Plan& plan);
+// in order of first appearance; empty for dp 1.
+std::vector<DpCollectiveGroup> SummarizeDpCollectives(const Plan& plan);
 
 }  // namespace megascale

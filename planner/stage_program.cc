@@ -129,8 +129,10 @@ class StageBuilder {
   }
 
   Op DpOpOfBytes(OpKind kind, int chunk, double bytes) const {
-    Op op = MakeOp(kind, DP_COMM, kind == DP_ALL_GATHER ? FORWARD : BACKWARD, NETWORK,
-                   in_.layer.cost->DpCollectiveTime(kind, in_.dp, bytes, in_.dp_link));
+    const DpChoice choice = in_.layer.cost->DpCollectiveChoice(kind, in_.dp, bytes, in_.dp_link);
+    Op op = MakeOp(kind, DP_COMM, kind == DP_ALL_GATHER ? FORWARD : BACKWARD, NETWORK, choice.time_s);
+    op.set_dp_algorithm(choice.algorithm);
+    op.set_dp_protocol(ProtocolSetting(choice.protocol.protocol));
     op.set_comm_bytes(bytes);
     op.set_group(DP_GROUP);
     op.set_chunk(chunk);

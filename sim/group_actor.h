@@ -109,8 +109,9 @@ class GroupActor {
   void StartRing(DpCollective& c);
   void StartTree(DpCollective& c);
   void OnTreeSetEnded(DpCollective& c, const FlowSet& set);
-  // Sets c's algorithm and protocol as the planner would (plan.proto).
-  void ChooseDpAlgorithm(DpCollective* c) const;
+  // Sets c's algorithm and protocol: the op's (the plan's choice), or for a hand-built op without
+  // one the planner's from the same closed forms (plan.proto).
+  void ChooseDpAlgorithm(const Op& op, DpCollective* c) const;
   void StartFlows(FlowSet* flows, const std::vector<int>& src_gpus,
                   const std::vector<FlowTarget>& targets, int channels, GroupActor* notify);
   uint64_t RouteFlowId(int route) const;

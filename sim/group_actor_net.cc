@@ -120,7 +120,7 @@ void GroupActor::PostDp(NetOp& n, const Op& op) {
     c.sends.resize(members);
     c.kind = op.kind();
     c.bytes = op.comm_bytes();
-    ChooseDpAlgorithm(&c);
+    ChooseDpAlgorithm(op, &c);
     if (c.algorithm == CollectiveSpec::TREE) {
       const CollectiveSpec& spec = world_->platform.net.collectives;
       c.tree_depth = DoubleTreeShape(members).depth;
@@ -206,9 +206,9 @@ bool GroupActor::NetOpEnds(const NetOp& n, std::vector<double>* ends) const {
   const FlowSet& pred = c.sends[(replica_ + members - 1) % members];
   if (!own.started || own.remaining > 0 || !pred.started || pred.remaining > 0) return false;
   // plan.proto: the op ends when its own flow and its predecessor's have ended, plus the
-  // protocol's base and steps x latency_scale route latencies less the one already inside the
-  // simulated flow (Simple: steps - 1 latencies).
-  const double extra = RingSteps(c.kind, members) * c.protocol.latency_scale - 1;
+  // protocol's base and steps x latency_scale route latencies (at least one) less the one already
+  // inside the simulated flow (Simple: steps - 1 latencies).
+  const double extra = std::max(1.0, RingSteps(c.kind, members) * c.protocol.latency_scale) - 1;
   for (int k = 0; k < tp_; ++k) {
     (*ends)[k] = std::max(own.end[k], pred.end[k]) + extra * own.latency[k] + c.protocol.base_s;
   }
@@ -224,19 +224,22 @@ void GroupActor::Release(const NetOp& n) {
   }
 }
 
-void GroupActor::ChooseDpAlgorithm(DpCollective* c) const {
-  const CollectiveSpec& spec = world_->platform.net.collectives;
+void GroupActor::ChooseDpAlgorithm(const Op& op, DpCollective* c) const {
+  if (op.has_dp_algorithm() && op.has_dp_protocol()) {  // the plan's own choice (plan.proto)
+    c->algorithm = op.dp_algorithm();
+    c->protocol = NetFigures(c->algorithm, ProtocolOf(op.dp_protocol()));
+    return;
+  }
+  // A hand-built op: the planner's choice, from the same closed forms over the same hop as NCCL
+  // sees it (CostModel::Effective with the calibration the platform carries).
   const int members = static_cast<int>(c->members.size());
   LinkFigures hop;
-  const bool auto_algorithm = spec.algorithm() == CollectiveSpec::AUTO && c->kind == DP_ALL_REDUCE;
-  if (members >= 2 && (auto_algorithm || spec.protocol() == CollectiveSpec::PROTOCOL_AUTO)) {
-    // The planner's choice, from the same closed forms over the same hop as NCCL sees it
-    // (CostModel::Effective with the calibration the platform carries).
+  if (members >= 2) {
     const LinkFigures raw = DpHopFigures(world_->cluster, world_->layout, stage_, members);
     hop = {raw.bandwidth_bytes_per_s * world_->platform.net.efficiency,
            raw.latency_s + world_->platform.net.step_latency_s};
   }
-  const DpChoice choice = ChooseCollective(spec, c->kind, members, c->bytes, hop);
+  const DpChoice choice = ChooseCollective(world_->platform.net.collectives, c->kind, members, c->bytes, hop);
   c->algorithm = choice.algorithm;
   c->protocol = choice.protocol;
 }

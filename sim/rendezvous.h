@@ -73,12 +73,12 @@ struct DpCollective {
   std::vector<GroupActor*> members;  // by DP replica (ring order, tree member index)
   std::vector<FlowSet> sends;        // by DP replica: its flows (to its successor, or neighbours)
   int finished = 0;
-  // RING or TREE: cluster.collectives, AUTO resolved by the planner's closed forms when the first
-  // member posts (plan.proto), so every member runs the same algorithm.
+  // RING or TREE: the plan's (Op.dp_algorithm), set when the first member posts, so every member
+  // runs the same algorithm.
   CollectiveSpec::Algorithm algorithm = CollectiveSpec::RING;
-  // NCCL's protocol, chosen with the algorithm from the same hop (ChooseCollective): the flows
-  // carry their bytes / share; a ring's op end adds base + (steps x latency_scale - 1) latencies
-  // to the flows' (which hold one), a tree's the protocol's fill (NetTreeFill) less one latency.
+  // NCCL's protocol, the plan's with the algorithm (Op.dp_protocol): the flows carry their bytes
+  // / share; a ring's op end adds base + (max(1, steps x latency_scale) - 1) latencies to the
+  // flows' (which hold one), a tree's the protocol's fill (NetTreeFill) less one latency.
   NetProtocol protocol;
   // TREE: the trees' depth and pipeline chunk; flow sets not ended yet; per GPU, the last end,
   // longest latency and narrowest bandwidth among the ended sets.

@@ -84,7 +84,7 @@ TEST(PlanCli, SaysWhichNcclProtocolTheDpCollectivesRun) {
   ASSERT_FALSE(a["dp_collectives"].empty());
   for (const json& g : a["dp_collectives"]) {
     EXPECT_EQ(g["algorithm"], "RING") << g;  // no all-reduce under ZeRO 1
-    EXPECT_NE(g["protocol"], "Simple") << g;
+    EXPECT_EQ(g["protocol"], "LL128") << g;
     EXPECT_LT(g["max_bytes"].get<double>(), 4e6) << g;
   }
   for (const json& g : s["dp_collectives"]) EXPECT_EQ(g["protocol"], "Simple") << g;

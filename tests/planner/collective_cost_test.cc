@@ -111,28 +111,45 @@ TEST(CollectiveCost, TreeAllReduceByHand) {
 TEST(CollectiveCost, AutoTakesTheTreeForSmallAllReducesOverManyMembersAndTheRingForLargeOnes) {
   CollectiveSpec spec;  // AUTO, defaults
   const LinkFigures link{25e9, 5e-6};
-  // 64 members, 1 MB: the ring pays 126 latencies, the tree 2 x 6 hops (depth 6).
+  const auto choose = [&](OpKind kind, int n, double bytes) {
+    return ChooseCollective(spec, kind, n, bytes, link);
+  };
+  // Simple alone (NCCL_PROTO=Simple), 64 members, 1 MB: the ring pays 126 latencies, the tree
+  // 2 x 6 hops (depth 6).
+  spec.set_protocol(CollectiveSpec::SIMPLE);
   const double small_tree = TreeAllReduceTime(64, 1e6, spec.channels(), 524288, link);
   ASSERT_LT(small_tree, RingCollectiveTime(DP_ALL_REDUCE, 64, 1e6, link));
-  EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 64, 1e6, link), CollectiveSpec::TREE);
-  // ... and runs it with LL128 (NetTreeProtocols below): faster than its Simple form.
-  const DpChoice choice = ChooseCollective(spec, DP_ALL_REDUCE, 64, 1e6, link);
-  EXPECT_EQ(choice.protocol.protocol, NcclProtocol::kLL128);
-  EXPECT_LT(choice.time_s, small_tree);
-  spec.set_protocol(CollectiveSpec::SIMPLE);
-  EXPECT_DOUBLE_EQ(CollectiveTime(spec, DP_ALL_REDUCE, 64, 1e6, link), small_tree);
+  EXPECT_EQ(choose(DP_ALL_REDUCE, 64, 1e6).algorithm, CollectiveSpec::TREE);
+  EXPECT_DOUBLE_EQ(choose(DP_ALL_REDUCE, 64, 1e6).time_s, small_tree);
+  // Every protocol allowed: each algorithm at its fastest protocol, and the tree (with LL128,
+  // faster than its Simple form) still wins.
   spec.set_protocol(CollectiveSpec::PROTOCOL_AUTO);
-  // 4 members, 1 GB: the ring's NIC moves 1.5 GB, the tree's 2 GB.
+  CollectiveSpec ring_only = spec, tree_only = spec;
+  ring_only.set_algorithm(CollectiveSpec::RING);
+  tree_only.set_algorithm(CollectiveSpec::TREE);
+  const DpChoice best_ring = ChooseCollective(ring_only, DP_ALL_REDUCE, 64, 1e6, link);
+  const DpChoice best_tree = ChooseCollective(tree_only, DP_ALL_REDUCE, 64, 1e6, link);
+  ASSERT_LT(best_tree.time_s, best_ring.time_s);
+  const DpChoice choice = choose(DP_ALL_REDUCE, 64, 1e6);
+  EXPECT_EQ(choice.algorithm, CollectiveSpec::TREE);
+  EXPECT_EQ(choice.protocol.protocol, NcclProtocol::kLL128);
+  EXPECT_DOUBLE_EQ(choice.time_s, best_tree.time_s);
+  EXPECT_LT(choice.time_s, small_tree);
+  // 4 members, 1 GB: the ring's NIC moves 1.5 GB, the tree's 2 GB; both run Simple at that size.
   ASSERT_LT(RingCollectiveTime(DP_ALL_REDUCE, 4, 1e9, link),
             TreeAllReduceTime(4, 1e9, spec.channels(), 524288, link));
-  EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 4, 1e9, link), CollectiveSpec::RING);
+  EXPECT_EQ(choose(DP_ALL_REDUCE, 4, 1e9).algorithm, CollectiveSpec::RING);
+  EXPECT_EQ(choose(DP_ALL_REDUCE, 4, 1e9).protocol.protocol, NcclProtocol::kSimple);
   // NCCL has no tree for reduce-scatter and all-gather: even TREE runs them as rings.
   spec.set_algorithm(CollectiveSpec::TREE);
-  EXPECT_EQ(ChooseAlgorithm(spec, DP_REDUCE_SCATTER, 64, 1e6, link), CollectiveSpec::RING);
-  EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_GATHER, 64, 1e6, link), CollectiveSpec::RING);
-  EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 4, 1e9, link), CollectiveSpec::TREE);
+  EXPECT_EQ(choose(DP_REDUCE_SCATTER, 64, 1e6).algorithm, CollectiveSpec::RING);
+  EXPECT_EQ(choose(DP_ALL_GATHER, 64, 1e6).algorithm, CollectiveSpec::RING);
+  EXPECT_EQ(choose(DP_ALL_REDUCE, 4, 1e9).algorithm, CollectiveSpec::TREE);
   spec.set_algorithm(CollectiveSpec::RING);
-  EXPECT_EQ(ChooseAlgorithm(spec, DP_ALL_REDUCE, 64, 1e6, link), CollectiveSpec::RING);
+  EXPECT_EQ(choose(DP_ALL_REDUCE, 64, 1e6).algorithm, CollectiveSpec::RING);
+  // One member: nothing to exchange, whatever is pinned.
+  spec.set_protocol(CollectiveSpec::LL128);
+  EXPECT_EQ(choose(DP_ALL_REDUCE, 1, 1e6).time_s, 0);
 }
 
 // NCCL's protocols on a ring across nodes: Simple is the fitted ring itself; a small collective
@@ -173,16 +190,19 @@ TEST(NetRingProtocols, SmallCollectivesPayLLsLatencyAndLargeOnesSimplesBandwidth
     const double best = std::min({time(NcclProtocol::kLL, c.bytes), time(NcclProtocol::kLL128, c.bytes),
                                   time(NcclProtocol::kSimple, c.bytes)});
     EXPECT_DOUBLE_EQ(chosen.time_s, best);
-    EXPECT_DOUBLE_EQ(CollectiveTime(ring, DP_ALL_REDUCE, 64, c.bytes, link), best);
+
     // NCCL_PROTO=Simple: the fitted ring, whatever the size.
     CollectiveSpec simple = ring;
     simple.set_protocol(CollectiveSpec::SIMPLE);
-    EXPECT_DOUBLE_EQ(CollectiveTime(simple, DP_ALL_REDUCE, 64, c.bytes, link),
+    EXPECT_DOUBLE_EQ(ChooseCollective(simple, DP_ALL_REDUCE, 64, c.bytes, link).time_s,
                      time(NcclProtocol::kSimple, c.bytes));
   }
   // The regime is worth having: a 100 kB all-reduce over 64 members takes well under half of
   // Simple's 126 steps.
   EXPECT_LT(time(NcclProtocol::kLL, 100e3), 0.4 * time(NcclProtocol::kSimple, 100e3));
+  // A ring takes at least one hop's latency: 2 members, LL, all-reduce: 2 x 0.28 steps -> 1.
+  EXPECT_NEAR(NetRingTime(NetRingFigures(NcclProtocol::kLL), DP_ALL_REDUCE, 2, 1e3, link),
+              9e-6 + 4 * 1e3 / 25e9, 1e-15);
   // A named protocol is run even where another would be faster.
   ring.set_protocol(CollectiveSpec::LL);
   EXPECT_EQ(ChooseCollective(ring, DP_ALL_GATHER, 64, 1e9, link).protocol.protocol, NcclProtocol::kLL);
@@ -245,7 +265,7 @@ TEST(CollectiveCost, CostModelPricesTheClustersSettingsOverTheEffectiveLink) {
   const CostModel tree(cluster, c);
   EXPECT_DOUBLE_EQ(tree.DpCollectiveTime(DP_ALL_REDUCE, 8, 64e6, raw),
                    TreeAllReduceTime(8, 64e6, 4, 1 << 20, eff));
-  EXPECT_EQ(tree.DpAlgorithm(DP_ALL_REDUCE, 8, 64e6, raw), CollectiveSpec::TREE);
+  EXPECT_EQ(tree.DpCollectiveChoice(DP_ALL_REDUCE, 8, 64e6, raw).algorithm, CollectiveSpec::TREE);
   EXPECT_DOUBLE_EQ(tree.DpCollectiveTime(DP_ALL_GATHER, 8, 64e6, raw),
                    RingCollectiveTime(DP_ALL_GATHER, 8, 64e6, eff));
   cluster.mutable_collectives()->set_algorithm(CollectiveSpec::RING);
@@ -272,7 +292,7 @@ TEST(CollectiveSettings, DefaultsAreFilledAndBadValuesNamed) {
   Result<Scenario> resolved = Resolve("");
   ASSERT_TRUE(resolved.ok()) << resolved.status().message();
   const CollectiveSpec& c = resolved->cluster().collectives();
-  EXPECT_TRUE(c.has_algorithm() && c.has_channels() && c.has_chunk_bytes());
+  EXPECT_TRUE(c.has_algorithm() && c.has_channels() && c.has_chunk_bytes() && c.has_protocol());
   EXPECT_EQ(c.algorithm(), CollectiveSpec::AUTO);
 
   EXPECT_TRUE(Resolve("collectives { algorithm: TREE channels: 32 chunk_bytes: 1024 }").ok());

@@ -124,7 +124,8 @@ TEST(SimCollectives, RingInFourChannelsKeepsTheRingTime) {
 TEST(SimCollectives, RingsRunNcclsProtocolBySizeLikeThePlanner) {
   // Three ring collectives over 16 members in two channels: a small one runs LL (a quarter of
   // the bandwidth, 0.28 of Simple's step latency), a mid-sized one LL128, a large one Simple;
-  // each as the planner's closed form says, and the LL ring's flows carry 4x its volume.
+  // each as the planner's closed form says (which the LL ring meets only with flows of 4x its
+  // volume on an uncontended hop).
   const int n = 16;
   Plan plan = MakePlan(TestCluster(NONBLOCKING, n, 1, 1), 1, 1, n, 1);
   plan.mutable_cluster()->mutable_collectives()->set_channels(2);
@@ -151,6 +152,60 @@ TEST(SimCollectives, RingsRunNcclsProtocolBySizeLikeThePlanner) {
   expect(c, DP_ALL_GATHER, large, NcclProtocol::kSimple);
   // The small one is what the protocols are for: well under Simple's 15 steps.
   EXPECT_LT(Duration(run.sink, 0, a), 0.6 * RingCollectiveTime(DP_REDUCE_SCATTER, n, small, hop));
+}
+
+TEST(SimCollectives, ShortLowLatencyRingsBackToBackKeepTheirClosedForm) {
+  // Two members, LL, three all-reduces in a row: 2 steps x 0.28 of a hop would be less than the
+  // one hop a flow takes; the closed form holds at one hop, and each op starts when the one
+  // before ends, so the three take three closed forms, not more.
+  const int n = 2;
+  Plan plan = MakePlan(TestCluster(NONBLOCKING, n, 1, 1), 1, 1, n, 1);
+  plan.mutable_cluster()->mutable_collectives()->set_protocol(CollectiveSpec::LL);
+  plan.mutable_cluster()->mutable_collectives()->set_algorithm(CollectiveSpec::RING);
+  const double bytes = 20e3;
+  const uint32_t a = AddDp(&plan, 0, DP_ALL_REDUCE, 0, bytes);
+  const uint32_t b = AddDp(&plan, 0, DP_ALL_REDUCE, 1, bytes, {a});
+  const uint32_t c = AddDp(&plan, 0, DP_ALL_REDUCE, 2, bytes, {b});
+  SimRun run;
+  ASSERT_NO_FATAL_FAILURE(RunPlan(plan, &run));
+  const LinkFigures hop = Hop(plan, run.scenario);
+  const double expected = hop.latency_s + 4 * bytes / hop.bandwidth_bytes_per_s;
+  ASSERT_DOUBLE_EQ(NetRingTime(NetRingFigures(NcclProtocol::kLL), DP_ALL_REDUCE, n, bytes, hop), expected);
+  for (int r = 0; r < n; ++r) {
+    for (uint32_t op : {a, b, c}) EXPECT_NEAR(Duration(run.sink, r, op), expected, Tolerance(expected));
+    const TraceEvent* first = run.sink.Find(r, 0, a);
+    const TraceEvent* last = run.sink.Find(r, 0, c);
+    ASSERT_TRUE(first != nullptr && last != nullptr);
+    EXPECT_NEAR(Seconds(last->end_ns() - first->start_ns()), 3 * expected, 3 * Tolerance(expected));
+  }
+}
+
+TEST(SimCollectives, RunsThePlansOwnProtocol) {
+  // An op that records its algorithm and protocol (as BuildPlan's do) runs them, even where the
+  // cluster's settings would choose otherwise: a 64 MB all-gather pinned to LL128 by its op.
+  const int n = 4;
+  Plan plan = MakePlan(TestCluster(NONBLOCKING, n, 1, 1), 1, 1, n, 1);
+  const double bytes = 64e6;
+  const uint32_t ag = AddDp(&plan, 0, DP_ALL_GATHER, 0, bytes);
+  Op* op = plan.mutable_stages(0)->mutable_ops(static_cast<int>(ag));
+  op->set_dp_algorithm(CollectiveSpec::RING);
+  op->set_dp_protocol(CollectiveSpec::LL128);
+  SimRun run;
+  ASSERT_NO_FATAL_FAILURE(RunPlan(plan, &run));
+  const LinkFigures hop = Hop(plan, run.scenario);
+  ASSERT_EQ(ChooseCollective(plan.cluster().collectives(), DP_ALL_GATHER, n, bytes, hop).protocol.protocol,
+            NcclProtocol::kSimple);
+  const double expected = NetRingTime(NetRingFigures(NcclProtocol::kLL128), DP_ALL_GATHER, n, bytes, hop);
+  for (int r = 0; r < n; ++r) EXPECT_NEAR(Duration(run.sink, r, ag), expected, Tolerance(expected));
+}
+
+TEST(SimCollectives, AMeasuredDevicesDpCollectivesAreSimple) {
+  // A measured device's collectives are its MPI's, not NCCL's: the simulator prices them as the
+  // planner does, Simple only (PricedCollectives), whatever the scenario allows.
+  ClusterSpec cluster = TestCluster(NONBLOCKING, 4, 1, 1);
+  EXPECT_EQ(NetworkCalibrationFor(cluster).collectives.protocol(), CollectiveSpec::PROTOCOL_AUTO);
+  cluster.mutable_calibration()->set_device("cpu");
+  EXPECT_EQ(NetworkCalibrationFor(cluster).collectives.protocol(), CollectiveSpec::SIMPLE);
 }
 
 TEST(SimCollectives, AutoPicksTheTreeForSmallAndTheRingForLargeAllReducesLikeThePlanner) {
@@ -186,8 +241,8 @@ TEST(SimCollectives, AutoPicksTheTreeForSmallAndTheRingForLargeAllReducesLikeThe
   const RankLayout ranks(plan.layout());
   const CostModel cost(plan.cluster());
   const LinkFigures raw = DpHopFigures(*cluster, ranks, 0, n);
-  EXPECT_EQ(cost.DpAlgorithm(DP_ALL_REDUCE, n, small, raw), CollectiveSpec::TREE);
-  EXPECT_EQ(cost.DpAlgorithm(DP_ALL_REDUCE, n, large, raw), CollectiveSpec::RING);
+  EXPECT_EQ(cost.DpCollectiveChoice(DP_ALL_REDUCE, n, small, raw).algorithm, CollectiveSpec::TREE);
+  EXPECT_EQ(cost.DpCollectiveChoice(DP_ALL_REDUCE, n, large, raw).algorithm, CollectiveSpec::RING);
   const double small_time = small_choice.time_s;
   EXPECT_NEAR(cost.DpCollectiveTime(DP_ALL_REDUCE, n, small, raw), small_time, 1e-9 * small_time);
 
