@@ -60,15 +60,26 @@ const char* NcclProtocolName(NcclProtocol p) {
 
 namespace {
 
-// NCCL's ring figures per protocol (src/graph/tuning.cc, NCCL 2.8-2.14): the base latency and the
-// per-step latency over NVLink and across the network, in microseconds.
+// NCCL's figures per protocol (src/graph/tuning.cc, NCCL 2.8-2.14), in microseconds and shares of
+// the bus bandwidth. A ring: its base latency, its per-step latency over NVLink and across the
+// network, and its share inside a node (LL's is a quarter for all-reduce, a third otherwise: the
+// value here is all-reduce's; LL128 0.92, about 120 of its 128-byte lines) and across nodes (LL
+// a quarter for every collective; LL128 0.7 with one member per node). A tree across nodes: its
+// base latency, its per-hop latency and its share relative to Simple's tree (Simple's own hop is
+// the fitted form's: latency + chunk / bandwidth, TreeFillTime).
 struct NcclRingFigures {
   NcclProtocol protocol;
-  double base_us, nvlink_step_us, net_step_us;
+  double base_us, nvlink_step_us, net_step_us, node_share, net_share;
 };
-constexpr NcclRingFigures kNcclRing[] = {{NcclProtocol::kLL, 3.6, 0.47, 2.7},
-                                         {NcclProtocol::kLL128, 10.0, 1.9, 4.0},
-                                         {NcclProtocol::kSimple, 8.4, 3.4, 9.6}};
+constexpr NcclRingFigures kNcclRing[] = {{NcclProtocol::kLL, 3.6, 0.47, 2.7, 1.0 / 4, 1.0 / 4},
+                                         {NcclProtocol::kLL128, 10.0, 1.9, 4.0, 0.92, 0.7},
+                                         {NcclProtocol::kSimple, 8.4, 3.4, 9.6, 1.0, 1.0}};
+struct NcclTreeFigures {
+  NcclProtocol protocol;
+  double base_us, net_hop_us, share;
+};
+constexpr NcclTreeFigures kNcclTree[] = {{NcclProtocol::kLL, 4.4, 5.0, 1.0 / 3.8},
+                                         {NcclProtocol::kLL128, 4.4, 8.5, 0.915}};
 
 const NcclRingFigures& RingFiguresOf(NcclProtocol p) {
   for (const NcclRingFigures& f : kNcclRing) {
@@ -82,16 +93,12 @@ const NcclRingFigures& RingFiguresOf(NcclProtocol p) {
 NcclRingCost NcclNodeRingTime(OpKind kind, int members, double bytes, double bus_bytes_per_s) {
   NcclRingCost best;
   if (members <= 1 || bytes <= 0) return best;
-  // The share of the bus bandwidth each protocol moves data at inside a node: LL a quarter for
-  // all-reduce, a third otherwise; LL128 NCCL's 0.92 (about 120 of its 128-byte lines).
   const bool all_reduce = IsAllReduce(kind);
   const double steps = RingSteps(kind, members);
   const double volume = RingVolume(kind, members, bytes);
   best.time_s = -1;
   for (const NcclRingFigures& f : kNcclRing) {
-    const double share = f.protocol == NcclProtocol::kLL ? (all_reduce ? 1.0 / 4 : 1.0 / 3)
-                         : f.protocol == NcclProtocol::kLL128 ? 0.92
-                                                              : 1.0;
+    const double share = f.protocol == NcclProtocol::kLL && !all_reduce ? 1.0 / 3 : f.node_share;
     const double t = 1e-6 * (f.base_us + steps * f.nvlink_step_us) + volume / (bus_bytes_per_s * share);
     if (best.time_s < 0 || t < best.time_s) best = {f.protocol, t};
   }
@@ -157,10 +164,6 @@ double TreeAllReduceTime(int members, double bytes, int channels, double chunk_b
 
 namespace {
 
-// NCCL's NET hop latency of a tree (microseconds; tuning.cc), and its base latencies of a tree.
-double TreeNetHopUs(NcclProtocol p) { return p == NcclProtocol::kLL ? 5.0 : 8.5; }
-constexpr double kTreeBaseUs = 4.4;  // LL and LL128; Simple's is 0
-
 double TreeTime(const NetProtocol& p, const TreeShape& shape, double bytes, int channels,
                 double chunk_bytes, const LinkFigures& link) {
   return shape.max_edges * TreeEdgeBytes(bytes) / (link.bandwidth_bytes_per_s * p.share) +
@@ -198,7 +201,7 @@ NetProtocol NetRingFigures(NcclProtocol protocol) {
   p.protocol = protocol;
   p.base_s = 1e-6 * std::max(0.0, f.base_us - simple.base_us);
   p.latency_scale = f.net_step_us / simple.net_step_us;
-  p.share = protocol == NcclProtocol::kLL ? 1.0 / 4 : protocol == NcclProtocol::kLL128 ? 0.7 : 1.0;
+  p.share = f.net_share;
   return p;
 }
 
@@ -224,10 +227,12 @@ NcclProtocol ProtocolOf(CollectiveSpec::Protocol setting) {
 NetProtocol NetTreeFigures(NcclProtocol protocol) {
   NetProtocol p;
   p.protocol = protocol;
-  if (protocol == NcclProtocol::kSimple) return p;
-  p.base_s = 1e-6 * kTreeBaseUs;
-  p.latency_scale = TreeNetHopUs(protocol) / RingFiguresOf(NcclProtocol::kSimple).net_step_us;
-  p.share = protocol == NcclProtocol::kLL ? 1.0 / 3.8 : 0.915;
+  for (const NcclTreeFigures& f : kNcclTree) {
+    if (f.protocol != protocol) continue;  // Simple: the fitted form, as the defaults say
+    p.base_s = 1e-6 * f.base_us;
+    p.latency_scale = f.net_hop_us / RingFiguresOf(NcclProtocol::kSimple).net_step_us;
+    p.share = f.share;
+  }
   return p;
 }
 

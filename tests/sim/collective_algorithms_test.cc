@@ -41,6 +41,18 @@ LinkFigures Hop(const Plan& plan, const Scenario& scenario, int dst_gpu = 1) {
 // Agreement to 1e-6 relative, plus the trace's nanosecond rounding of a start and an end.
 double Tolerance(double seconds) { return 1e-6 * seconds + 2e-9; }
 
+// Three DP ops on stage 0, each after the one before (collective_seq 0, 1, 2).
+struct Chain {
+  uint32_t a, b, c;
+};
+Chain AddDpChain(Plan* plan, OpKind ka, double a, OpKind kb, double b, OpKind kc, double c) {
+  Chain ops;
+  ops.a = AddDp(plan, 0, ka, 0, a);
+  ops.b = AddDp(plan, 0, kb, 1, b, {ops.a});
+  ops.c = AddDp(plan, 0, kc, 2, c, {ops.b});
+  return ops;
+}
+
 double Duration(const CollectingSink& sink, int rank, uint32_t op) {
   const TraceEvent* e = sink.Find(rank, 0, op);
   EXPECT_NE(e, nullptr) << "rank " << rank << " op " << op;
@@ -130,9 +142,7 @@ TEST(SimCollectives, RingsRunNcclsProtocolBySizeLikeThePlanner) {
   Plan plan = MakePlan(TestCluster(NONBLOCKING, n, 1, 1), 1, 1, n, 1);
   plan.mutable_cluster()->mutable_collectives()->set_channels(2);
   const double small = 50e3, mid = 1e6, large = 64e6;
-  const uint32_t a = AddDp(&plan, 0, DP_REDUCE_SCATTER, 0, small);
-  const uint32_t b = AddDp(&plan, 0, DP_ALL_GATHER, 1, mid, {a});
-  const uint32_t c = AddDp(&plan, 0, DP_ALL_GATHER, 2, large, {b});
+  const auto [a, b, c] = AddDpChain(&plan, DP_REDUCE_SCATTER, small, DP_ALL_GATHER, mid, DP_ALL_GATHER, large);
   SimRun run;
   ASSERT_NO_FATAL_FAILURE(RunPlan(plan, &run));
 
@@ -163,9 +173,7 @@ TEST(SimCollectives, ShortLowLatencyRingsBackToBackKeepTheirClosedForm) {
   plan.mutable_cluster()->mutable_collectives()->set_protocol(CollectiveSpec::LL);
   plan.mutable_cluster()->mutable_collectives()->set_algorithm(CollectiveSpec::RING);
   const double bytes = 20e3;
-  const uint32_t a = AddDp(&plan, 0, DP_ALL_REDUCE, 0, bytes);
-  const uint32_t b = AddDp(&plan, 0, DP_ALL_REDUCE, 1, bytes, {a});
-  const uint32_t c = AddDp(&plan, 0, DP_ALL_REDUCE, 2, bytes, {b});
+  const auto [a, b, c] = AddDpChain(&plan, DP_ALL_REDUCE, bytes, DP_ALL_REDUCE, bytes, DP_ALL_REDUCE, bytes);
   SimRun run;
   ASSERT_NO_FATAL_FAILURE(RunPlan(plan, &run));
   const LinkFigures hop = Hop(plan, run.scenario);
