@@ -5,7 +5,7 @@
 // Two kinds of figures live here:
 //  * fitted: the few efficiencies the reference runs pin down (GEMM and attention efficiency
 //    against peak, the network collectives' bus-bandwidth efficiency, a fixed per-step overhead);
-//  * physical, not fitted: SM count (wave quantization), HBM and NVLink efficiencies from
+//  * physical, not fitted: SM count (tiles over SMs), HBM and NVLink efficiencies from
 //    vendor/measured figures, kernel ramp time, data-loading time for the no-overlap ablation.
 // No figure depends on anything but the GPU type: there is no per-run knob.
 // Pure data and lookups; thread-safe.
@@ -23,7 +23,7 @@ struct GpuCalibration {
   std::string gpu;  // catalogue name: A100, A800, H100, H800, H200
 
   // --- fitted on calibration.csv (rows of this GPU type only) ---
-  // Achieved fraction of peak of a large, well-shaped bf16 GEMM (one full wave of big tiles).
+  // Achieved fraction of peak of a large, well-shaped bf16 GEMM (enough big tiles to fill the SMs).
   double gemm_efficiency = 0.75;
   // Achieved fraction of peak of the fused attention kernel (FlashAttention-2 class) against the
   // FLOPs it executes; unfused attention runs as batched GEMMs plus a memory-bound softmax.
@@ -41,7 +41,7 @@ struct GpuCalibration {
   double step_overhead_s = 0;
 
   // --- physical figures, not fitted ---
-  int sms = 108;  // streaming multiprocessors: wave quantization of GEMM tiles
+  int sms = 108;  // streaming multiprocessors: GEMM tiles and attention CTAs over them
   // Achievable fraction of the HBM bandwidth for streaming kernels (copy benchmarks).
   double hbm_efficiency = 0.9;
   // NCCL bus bandwidth inside an NVSwitch node as a fraction of the NVLink figure.

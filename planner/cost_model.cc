@@ -69,17 +69,21 @@ double CostModel::ComputeTime(OpKind kind, double flops, double bytes) const {
 }
 
 // Fraction of the big-tile, full-wave throughput a GEMM shape reaches: the best tile's share of
-// useful work (partial tiles at the edges, the last wave's idle SMs) times its k-loop ramp.
+// useful work (partial tiles at the edges; SMs left without a tile when there are fewer tiles
+// than SMs) times its k-loop ramp. A last partial wave costs only its share of the work: cuBLAS
+// spreads the tail over every SM (stream-K). On one H200 held busy for seconds, Megatron's
+// per-GPU GEMMs at 2,048 tokens, hidden 2,304-25,600 and TP 1-8, ran at 0.91-1.0 of a 16,384^3
+// GEMM's rate where whole waves would say 0.65-0.97 (bench/gemm_clock.py,
+// bench/data/h200-gemm-clock-2026-11-27).
 double CostModel::GemmShapeFactor(double m, double n, double k, double batch) const {
   const double sms = constants_.sms;
-  if (sms <= 0) return 1;  // a CPU: no waves of tiles over SMs
+  if (sms <= 0) return 1;  // a CPU: no tiles over SMs
   double best = 0;
   for (const Tile& t : kTiles) {
     const double tm = std::ceil(m / t.m), tn = std::ceil(n / t.n);
     const double tiles = tm * tn * batch;
-    const double waves = std::ceil(tiles / sms);
     const double useful = (m * n * batch) / (tiles * t.m * t.n);
-    best = std::max(best, t.throughput * useful * tiles / (waves * sms));
+    best = std::max(best, t.throughput * useful * std::min(1.0, tiles / sms));
   }
   return best * k / (k + kRampK);
 }

@@ -1,8 +1,9 @@
 // The cost model: how long one op takes on a healthy GPU and an uncontended network, from the
 // hardware figures of the cluster and the GPU type's calibration (planner/calibration.h). One
 // function per figure:
-//  * GemmTime: 2mnk FLOPs at the calibrated GEMM efficiency times a shape factor (wave
-//    quantization of output tiles over the SMs, partial tiles, short k loops), or HBM-bound;
+//  * GemmTime: 2mnk FLOPs at the calibrated GEMM efficiency times a shape factor (output
+//    tiles over the SMs: too few to fill them, partial tiles at the edges; short k loops), or
+//    HBM-bound;
 //  * AttentionTime: FlashAttention-2 class, FLOPs as executed (causal / sliding-window blocks
 //    skipped, backward recomputes the scores) at the calibrated efficiency times the grid's
 //    occupancy (CTAs / (CTAs + SMs): few heads per GPU leave SMs idle); unfused: batched GEMMs
