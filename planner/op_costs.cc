@@ -133,6 +133,11 @@ double OpKernels(OpKind kind, Phase phase, const OpShape& shape) {
 
 OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape) {
   OpCost c = ComputeOpCostFused(kind, phase, DimsOf(shape));
+  if (kind == CROSS_ENTROPY && shape.launch_s > 0) {
+    const Dims d = DimsOf(shape);
+    c.bytes = (phase == BACKWARD ? kEagerCrossEntropyBackwardBytes : kEagerCrossEntropyForwardBytes) *
+              d.tokens * d.v / d.t;
+  }
   if (kind == ATTENTION && !shape.flash_attention) {
     const double scores = AttentionWorkOf(shape).score_elements;
     c.bytes += scores * (phase == BACKWARD ? kUnfusedScoreBytesBackward + 2 * kActivationBytes

@@ -74,6 +74,18 @@ constexpr double kUnfusedScoreBytesBackward = 11;
 // two passes over HBM where the fused kernel makes one.
 constexpr double kUnfusedElementwisePasses = 2;
 
+// Bytes per logit (one GPU's [tokens x vocab / TP]) of Megatron's vocab-parallel cross-entropy as
+// an eager stack (launch_us > 0: Megatron-LM, Megatron-DeepSpeed) runs it, one PyTorch op at a
+// time. Forward: the fp16 logits cast to fp32 (read 2, write 4), their max (read 4), the max
+// subtracted (read and write 4), exp (read and write 4), its sum (read 4), the softmax kept for
+// the backward (read and write 4). Backward: the kept softmax scaled by the loss's gradient (read
+// and write 4), cast back to fp16 for the head (read 4, write 2). A fused kernel (MegaScale's)
+// reads the logits once and writes the softmax: 6 bytes forward (ComputeOpCostFused). On one
+// H200 the eager forward and backward take 1.6-5.3 ms for 1-4 sequences of 1,024 tokens at 50,304
+// logits (bench/head_check.py).
+constexpr double kEagerCrossEntropyForwardBytes = 38;
+constexpr double kEagerCrossEntropyBackwardBytes = 14;
+
 // The kernels one op issues on one GPU (what the host must launch, each taking OpShape::launch_s
 // of it): a GEMM op its GEMMs (OpGemms: one forward, two backward); attention fused one forward
 // and two backward (FlashAttention-2's dq/dk/dv and its pre-pass), unfused its batched GEMMs plus

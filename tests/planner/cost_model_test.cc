@@ -57,7 +57,7 @@ TEST(CostModel, ATailWaveIsSharedOverTheSms) {
   const double m = 2305;
   const double factor = (m * n) / (114 * 128 * 256) * k / (k + 64);
   EXPECT_NEAR(cost.GemmTime(m, n, k), 1e-6 + 2 * m * n * k / (312e12 * 0.5 * factor), 1e-12);
-  // 0.04 % more FLOPs: about 5 % more time (the edge tiles), far from the 2x of a second wave.
+  // 0.04 % more FLOPs: about 5 % more time (the edge tiles); whole waves made it 1.67x.
   const double more = cost.GemmTime(m, n, k) / cost.GemmTime(m - 1, n, k);
   EXPECT_GT(more, 1.04);
   EXPECT_LT(more, 1.07);
@@ -160,6 +160,21 @@ TEST(CostModel, UnfusedElementwiseMakesTwoPasses) {
   const double bytes = ComputeOpCost(GELU, FORWARD, fused).bytes;
   EXPECT_DOUBLE_EQ(ComputeOpCost(GELU, FORWARD, unfused).bytes, 2 * bytes);
   EXPECT_DOUBLE_EQ(cost.OpTime(GELU, FORWARD, unfused), 2 * cost.OpTime(GELU, FORWARD, fused));
+}
+
+TEST(CostModel, AnEagerStacksCrossEntropyStreamsItsOps) {
+  const CostModel cost(kA100, Simple());
+  OpShape fused = Shape175B(0, true), eager = fused;
+  eager.launch_s = 50e-6;
+  // One GPU's logits: 2,048 tokens x 64,000 / 8 (gpt-175b's vocabulary over TP 8).
+  const double logits = 2048.0 * 64000 / 8;
+  // Fused: read the bf16 logits, write the fp32 softmax; the backward the same.
+  EXPECT_DOUBLE_EQ(ComputeOpCost(CROSS_ENTROPY, FORWARD, fused).bytes, 6 * logits);
+  EXPECT_DOUBLE_EQ(ComputeOpCost(CROSS_ENTROPY, BACKWARD, fused).bytes, 6 * logits);
+  // Eager: cast, max, subtract, exp, sum, softmax (38 bytes); scale and cast back (14).
+  EXPECT_DOUBLE_EQ(ComputeOpCost(CROSS_ENTROPY, FORWARD, eager).bytes, 38 * logits);
+  EXPECT_DOUBLE_EQ(ComputeOpCost(CROSS_ENTROPY, BACKWARD, eager).bytes, 14 * logits);
+  EXPECT_GT(cost.OpTime(CROSS_ENTROPY, FORWARD, eager), 6 * cost.OpTime(CROSS_ENTROPY, FORWARD, fused));
 }
 
 TEST(CostModel, OpTimeOfAGemmSumsItsGemms) {
