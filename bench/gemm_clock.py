@@ -7,9 +7,12 @@ bench/shape_check.py found mid-size bf16 GEMMs (25-100 us) at 720-770 TFLOP/s on
 a clock that a GPU busy for seconds does not hold. The cost model takes the first reading (one
 efficiency, lowered only by the shape); the reference rows are hours of back-to-back kernels.
 
-For each shape this times the GEMM two ways: isolated (one call after 50 ms idle, median of 9) and
-sustained (back to back for --sustain seconds, CUDA events over the last third), and samples the
-SM clock and board power with nvidia-smi while it runs. Shapes: squares and the per-GPU GEMMs of
+For each shape this times the GEMM two ways: isolated (one call after 50 ms idle, median of 9; a
+short spin kernel ahead of the start event keeps the launch's latency out) and sustained (back to
+back for --sustain seconds, CUDA events over the last third; the number of calls is sized from a
+back-to-back pre-run, and the seconds the GPU was really kept busy are written beside), and
+samples the SM clock and board power with nvidia-smi while it runs (power.draw.instant where the
+driver has it, else power.draw, a one-second average). Shapes: squares and the per-GPU GEMMs of
 the Megatron runs in ../shared/reference/calibration.csv (tokens 2,048, hidden 2,304-25,600, TP
 1-8). Random bf16 inputs rotated over enough copies to leave L2; never zeros.
 
@@ -48,10 +51,16 @@ class Sampler:
     """nvidia-smi's SM clock and power every 50 ms, with this process's clock beside each line."""
 
     def __init__(self):
-        self.rows, self.proc = [], None
+        self.rows, self.proc, self.power = [], None, None
+        power = "power.draw.instant"
         try:
+            probe = subprocess.run(["nvidia-smi", f"--query-gpu={power}", "--format=csv,noheader"],
+                                   capture_output=True, text=True)
+            if probe.returncode != 0 or "Not Supported" in probe.stdout or "not a valid" in probe.stdout:
+                power = "power.draw"
+            self.power = power
             self.proc = subprocess.Popen(
-                ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                ["nvidia-smi", f"--query-gpu=clocks.sm,{power}", "--format=csv,noheader,nounits",
                  "-lms", "50"], stdout=subprocess.PIPE, text=True)
         except OSError:
             return
@@ -92,7 +101,7 @@ def main():
     rows = []
     with open(args.out, "w") as f:
         for label, m, n, k in todo:
-            copies = max(2, -(-2 * L2_BYTES // (2 * (m * k + k * n))))
+            copies = max(2, -(-2 * L2_BYTES // (2 * (m * k + k * n)))) if cuda else 2
             a = [torch.randn(m, k, device=dev, dtype=torch.bfloat16) for _ in range(copies)]
             b = [torch.randn(k, n, device=dev, dtype=torch.bfloat16) for _ in range(copies)]
             c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
@@ -110,16 +119,25 @@ def main():
                 time.sleep(0.05)
                 if cuda:
                     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    torch.cuda._sleep(20000)  # ~15 us: the events and the call queue behind it
                     s.record(); call(i); e.record(); e.synchronize()
                     iso.append(s.elapsed_time(e) / 1e3)
                 else:
                     t = time.perf_counter(); call(i); iso.append(time.perf_counter() - t)
-            # Sustained: back to back for two thirds of --sustain, then the last third timed.
+            # Sustained: a back-to-back pre-run sizes the calls; then two thirds of --sustain back
+            # to back, then the last third timed.
             iso_s = statistics.median(iso)
-            for i in range(max(8, int(args.sustain * 2 / 3 / iso_s))):
+            t = time.perf_counter()
+            for i in range(64):
                 call(i)
-            reps = max(8, int(args.sustain / 3 / iso_s))
             sync()
+            per_call = (time.perf_counter() - t) / 64
+            t = time.perf_counter()
+            for i in range(max(8, int(args.sustain * 2 / 3 / per_call))):
+                call(i)
+            sync()
+            warm_s = time.perf_counter() - t
+            reps = max(8, int(args.sustain / 3 / per_call))
             w0 = time.monotonic()
             if cuda:
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -134,20 +152,22 @@ def main():
                 sustained = (time.perf_counter() - t) / reps
             w1 = time.monotonic()
             mhz, watts = sampler.between(w0, w1) if sampler else (None, None)
+            row_power = sampler.power if sampler else None
             row = {"label": label, "m": m, "n": n, "k": k, "gpu": name,
                    "isolated_s": iso_s, "sustained_s": sustained,
+                   "busy_s": warm_s + (w1 - w0), "timed_s": w1 - w0,
                    "isolated_tflops": flops / iso_s / 1e12, "sustained_tflops": flops / sustained / 1e12,
-                   "sustained_eff": flops / sustained / peak, "sm_mhz": mhz, "power_w": watts}
+                   "sustained_eff": flops / sustained / peak, "sm_mhz": mhz, "power_w": watts, "power_field": row_power}
             rows.append(row)
             f.write(json.dumps(row) + "\n")
             f.flush()
             del a, b, c
     if sampler:
         sampler.stop()
-    print(f"{'shape':18} {'m':>6} {'n':>6} {'k':>6} {'iso TF/s':>9} {'sust TF/s':>9} {'eff':>6} {'MHz':>6} {'W':>6}")
+    print(f"{'shape':18} {'m':>6} {'n':>6} {'k':>6} {'iso TF/s':>9} {'sust TF/s':>9} {'eff':>6} {'busy s':>6} {'MHz':>6} {'W':>6}")
     for r in rows:
         print(f"{r['label']:18} {r['m']:6} {r['n']:6} {r['k']:6} {r['isolated_tflops']:9.1f} "
-              f"{r['sustained_tflops']:9.1f} {r['sustained_eff']:6.3f} {r['sm_mhz'] or 0:6.0f} {r['power_w'] or 0:6.0f}")
+              f"{r['sustained_tflops']:9.1f} {r['sustained_eff']:6.3f} {r['busy_s']:6.2f} {r['sm_mhz'] or 0:6.0f} {r['power_w'] or 0:6.0f}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-// The cost model's figures against hand computation: GEMM shape efficiency (tiles, waves, k loop),
+// The cost model's figures against hand computation: GEMM shape efficiency (tiles over the SMs, edges, k loop),
 // attention (executed FLOPs, the grid's occupancy, sliding window, unfused scores), memory-bound
 // ops, NCCL bus-bandwidth formulas inside and across nodes, optimizer and per-step time.
 #include "planner/cost_model.h"

@@ -114,7 +114,7 @@ TEST(DeviceCalibration, ItsFiguresBecomeTheClustersAndItsScalesMultiplyTheFormul
   const OpShape shape = OpShapeOf(r->model(), r->layout(), 1);
   EXPECT_DOUBLE_EQ(cost.OpTime(GELU, FORWARD, shape), 7.5 * cost.FormulaTime(GELU, FORWARD, shape));
   EXPECT_DOUBLE_EQ(cost.OpTime(LAYERNORM, FORWARD, shape), cost.FormulaTime(LAYERNORM, FORWARD, shape));
-  // sms 0 (a CPU): a GEMM is its FLOPs at the measured rate, with no tile or wave quantization
+  // sms 0 (a CPU): a GEMM is its FLOPs at the measured rate, with no tiles over SMs
   // (the GPU model would charge this 32-row GEMM a whole 256 x 128 tile).
   const double flops = 2.0 * 32 * 96 * 64;
   EXPECT_DOUBLE_EQ(cost.GemmTime(32, 96, 64), flops / 0.02e12);

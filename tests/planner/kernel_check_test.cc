@@ -125,7 +125,7 @@ TEST_P(KernelCheck, WideGemmsRunAtTheStoredEfficiency) {
   }
   ASSERT_EQ(wide, 207);  // hidden 8,192 and 12,288: every GEMM of QKV, projection and MLP
   // The model is ~8 % slow here on both (the 8192^3 ceiling measured 0.69-0.70 of peak; the shape
-  // factor and its k ramp take a few percent more): a broken tile or wave rule moves this far.
+  // factor and its k ramp take a few percent more): a broken tile rule moves this far.
   EXPECT_NEAR(sum / wide, 1.0, 0.15) << "mean measured / predicted over the wide GEMMs";
 }
 
