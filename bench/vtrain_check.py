@@ -15,7 +15,7 @@ configuration at 12, 16, 20 and 24 layers, so a line a + b x layers through each
 costs (b) and what the step costs beyond its layers (a); per TP and PP degree a is then split by
 least squares into a fixed part per step, a part per micro-batch and a part per sequence x
 hidden / 1,024 (the embedding, head and loss). And how repeatable the file is: runs that differ
-only in DP (the same work per GPU) are compared with their group's mean.
+only in DP (the same work per GPU but the DP all-reduce) are compared with their group's mean.
 It measures and asserts nothing: a benchmark, not a test.
 
 Usage: bench/vtrain_check.py [--binary build/megascale] [--every N] [--jobs 2] [--launch-us X] [--rows FILE]

@@ -71,10 +71,11 @@ double CostModel::ComputeTime(OpKind kind, double flops, double bytes) const {
 // Fraction of the big-tile, full-wave throughput a GEMM shape reaches: the best tile's share of
 // useful work (partial tiles at the edges; SMs left without a tile when there are fewer tiles
 // than SMs) times its k-loop ramp. A last partial wave costs only its share of the work: cuBLAS
-// spreads the tail over every SM (stream-K). On one H200 held busy for seconds, Megatron's
-// per-GPU GEMMs at 2,048 tokens, hidden 2,304-25,600 and TP 1-8, ran at 0.91-1.0 of a 16,384^3
-// GEMM's rate where whole waves would say 0.65-0.97 (bench/gemm_clock.py,
-// bench/data/h200-gemm-clock-2026-11-27).
+// spreads the tail over every SM (stream-K). On one H200 kept busy 1.3-1.8 s per shape, Megatron's
+// per-GPU GEMMs at 2,048 tokens, hidden 2,304-25,600 and TP 1-8 ran at 0.94-1.04 of a 16,384^3
+// GEMM's rate where whole waves would say 0.66-0.985 (bench/gemm_clock.py,
+// bench/data/h200-gemm-clock-2026-11-27). cuBLAS also splits a grid of fewer tiles than SMs along
+// k (weight gradients); that is not modelled (docs/calibration.md, "Split k").
 double CostModel::GemmShapeFactor(double m, double n, double k, double batch) const {
   const double sms = constants_.sms;
   if (sms <= 0) return 1;  // a CPU: no tiles over SMs
