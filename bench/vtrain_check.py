@@ -18,9 +18,11 @@ hidden / 1,024 (the embedding, head and loss). And how repeatable the file is: r
 only in DP (the same work per GPU but the DP all-reduce) are compared with their group's mean.
 It measures and asserts nothing: a benchmark, not a test.
 
-Usage: bench/vtrain_check.py [--binary build/megascale] [--every N] [--jobs 2] [--launch-us X] [--rows FILE]
+Usage: bench/vtrain_check.py [--binary build/megascale] [--every N] [--jobs 2] [--launch-us X]
+                             [--micro-batch-host-us X] [--rows FILE]
   --every N: every Nth row only (1,440 plans take ~40 s on 2 cores)
   --launch-us X: layout.kernels.launch_us for every row instead of the stack's (bench/fit_reference.py)
+  --micro-batch-host-us X: layout.kernels.micro_batch_host_us likewise
   --rows FILE: also write every row with its prediction as JSON
 """
 import argparse
@@ -37,9 +39,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSV = os.path.join(ROOT, "..", "shared", "reference", "vtrain-single-node-a100.csv")
 
 
-def scenario(row, i, launch_us=None):
+def scenario(row, i, knobs=None):
+    """The row's scenario; `knobs` (layout.kernels fields: launch_us, micro_batch_host_us) override
+    the stack's."""
     gpus = int(row["# GPUs"])
-    kernels = "" if launch_us is None else f"kernels {{ launch_us: {launch_us} }} "
+    set_ = " ".join(f"{k}: {v}" for k, v in (knobs or {}).items() if v is not None)
+    kernels = f"kernels {{ {set_} }} " if set_ else ""
     return f'''name: "vtrain-{i}"
 stack: "megatron-deepspeed"
 cluster {{ gpu: "A100" num_gpus: {gpus} gpus_per_node: {min(gpus, 8)} fabric: NONBLOCKING nvlink_gbytes_per_s: 150 }}
@@ -51,10 +56,10 @@ layout {{ tp: {row["tensor parallelism"]} pp: {row["pipeline parallelism"]} dp: 
 '''
 
 
-def predict(binary, folder, i, row, launch_us=None):
+def predict(binary, folder, i, row, knobs=None):
     path = os.path.join(folder, f"row{i}.textproto")
     with open(path, "w") as f:
-        f.write(scenario(row, i, launch_us))
+        f.write(scenario(row, i, knobs))
     r = subprocess.run([binary, "plan", "--json", path], capture_output=True, text=True)
     if r.returncode != 0:
         return i, None, 0, r.stderr.strip().splitlines()[-1] if r.stderr else "exit %d" % r.returncode
@@ -151,13 +156,13 @@ def load_rows(every=1):
         return list(csv.DictReader(f))[::every]
 
 
-def evaluate(binary, rows, jobs=2, launch_us=None, progress=False):
+def evaluate(binary, rows, jobs=2, knobs=None, progress=False):
     """Plans every row; returns (results, failed): results with the row, predicted and measured
     seconds and err = predicted / measured - 1; failed as (index, why)."""
     results = []
     failed = []
     with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(predict, binary, folder, i, row, launch_us) for i, row in enumerate(rows)]
+        futures = [pool.submit(predict, binary, folder, i, row, knobs) for i, row in enumerate(rows)]
         for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
             i, predicted, host_share, why = fut.result()
             if progress and n % 100 == 0:
@@ -182,14 +187,18 @@ def main():
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--launch-us", type=float, default=None)
+    ap.add_argument("--micro-batch-host-us", type=float, default=None)
     ap.add_argument("--rows", default=None)
     args = ap.parse_args()
     if args.every < 1 or args.jobs < 1:
         sys.exit("vtrain_check: --every and --jobs must be >= 1")
     if args.launch_us is not None and not 0 <= args.launch_us <= 10000:
         sys.exit(f"vtrain_check: --launch-us {args.launch_us} must be between 0 and 10000")
+    if args.micro_batch_host_us is not None and not 0 <= args.micro_batch_host_us <= 100000:
+        sys.exit(f"vtrain_check: --micro-batch-host-us {args.micro_batch_host_us} must be between 0 and 100000")
     rows = load_rows(args.every)
-    results, failed = evaluate(args.binary, rows, args.jobs, args.launch_us, progress=True)
+    knobs = {"launch_us": args.launch_us, "micro_batch_host_us": args.micro_batch_host_us}
+    results, failed = evaluate(args.binary, rows, args.jobs, knobs, progress=True)
     if args.rows:
         tmp = args.rows + ".tmp"
         with open(tmp, "w") as f:

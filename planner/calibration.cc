@@ -10,9 +10,11 @@ namespace {
 // network_efficiency sits at the fit's bound, 0.95 (NCCL's bus bandwidth over InfiniBand stays
 // under the line rate). A100 refitted 2026-11-27, when a GEMM's last partial wave stopped costing
 // a whole wave (cost_model.cc, GemmShapeFactor). Two exceptions, both in docs/calibration.md:
-// A100's step_overhead_s stays at 15 ms where its refits said 25 ms (2026-11-26) and 95 ms
-// (2026-11-27): a fixed per-step cost is under 1% of those rows' steps, vTrain's short steps pin
-// it; and H100 keeps its values from before the 2026-11-26 refit (its 9 rows stay within 10%).
+// A100's step_overhead_s is 3 ms, what vTrain's short steps pay per step (1-5 ms; the eager
+// stacks' ~1.3 ms per micro-batch at each end of the pipeline is layout.kernels.
+// micro_batch_host_us), where the calibration.csv refits said 25 ms (2026-11-26) and 95 ms
+// (2026-11-27): a fixed per-step cost is under 1% of those rows' steps; and H100 keeps its values
+// from before the 2026-11-26 refit (its 9 rows stay within 10%).
 // The rest are physical figures with their sources beside them.
 const std::vector<GpuCalibration>& Table() {
   static const std::vector<GpuCalibration> kTable = {
@@ -25,7 +27,7 @@ const std::vector<GpuCalibration>& Table() {
           /*network_efficiency=*/0.95,
           /*network_step_latency_s=*/7e-6,
           /*overlap_slowdown=*/0.45,
-          /*step_overhead_s=*/0.015,
+          /*step_overhead_s=*/0.003,
           /*sms=*/108,
           // Device-to-device copy reaches ~90% of the HBM figure on A100 and H100
           // (hardware.md: 3.0 of 3.35 TB/s measured on H100).

@@ -110,6 +110,14 @@ double HostBoundStretch(const LayerContext& ctx, const std::vector<Step>& steps,
   return gpu > 0 ? PassTime(host, gpu) / gpu : 1;
 }
 
+// The host's work per micro-batch beyond its launches that the GPU waits for (an eager stack's
+// layout.kernels.micro_batch_host_us): building the batch before the first stage's embedding, the
+// loss after the last stage's cross-entropy.
+double MicroBatchHostTime(const Step& st, const OpShape& shape) {
+  const bool ends = st.kind == EMBEDDING || st.kind == CROSS_ENTROPY;
+  return ends && st.phase == FORWARD ? shape.micro_batch_host_s : 0;
+}
+
 // The step as an op lasting `duration_s`, of which `gpu_s` is the GPU's own work (the rest waits
 // for the host's launches).
 Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double duration_s, double gpu_s) {
@@ -138,7 +146,9 @@ void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step
   std::vector<double> gpu(steps.size()), duration(steps.size());
   for (size_t i = 0; i < steps.size(); ++i) gpu[i] = DeviceTime(ctx, steps[i]);
   const double stretch = HostBoundStretch(ctx, steps, gpu);
-  for (size_t i = 0; i < steps.size(); ++i) duration[i] = gpu[i] * stretch;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    duration[i] = gpu[i] * stretch + MicroBatchHostTime(steps[i], ctx.shape);
+  }
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& st = steps[i];
     if (ctx.overlap_tp && i + 1 < steps.size()) {

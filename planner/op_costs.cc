@@ -105,6 +105,7 @@ OpShape OpShapeOf(const ModelSpec& model, const LayoutSpec& layout, int micro_ba
   s.flash_attention = layout.kernels().flash_attention();
   s.fused_elementwise = layout.kernels().fused_elementwise();
   s.launch_s = 1e-6 * layout.kernels().launch_us();
+  s.micro_batch_host_s = 1e-6 * layout.kernels().micro_batch_host_us();
   return s;
 }
 

@@ -36,6 +36,9 @@ struct OpShape {
   bool fused_elementwise = true;
   // layout.kernels.launch_us in seconds: the host's time to issue one kernel.
   double launch_s = 0;
+  // layout.kernels.micro_batch_host_us in seconds: the host's work per micro-batch at each end
+  // of the pipeline (the batch, the loss) that the GPU waits for.
+  double micro_batch_host_s = 0;
 };
 
 // The shape of a layout: SP only where tp > 1 (it splits nothing at tp 1).

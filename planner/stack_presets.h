@@ -21,6 +21,7 @@ struct StackPreset {
   bool overlap_dp, overlap_pp, overlap_tp;
   bool sequence_parallel, data_pipeline_overlap;
   double launch_us;  // layout.kernels.launch_us: the host's time to issue one kernel
+  double micro_batch_host_us;  // layout.kernels.micro_batch_host_us: per micro-batch, each end stage
   bool fp32_grads;   // layout.fp32_grads: gradients in an fp32 buffer (Megatron) or 16-bit (DeepSpeed)
 };
 

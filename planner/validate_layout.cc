@@ -53,6 +53,8 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   k->set_fused_elementwise(k->fused_elementwise());
   MS_CHECK_RANGE(k->launch_us(), 0.0, 10000.0, "layout.kernels.launch_us", "microseconds");
   k->set_launch_us(k->launch_us());
+  MS_CHECK_RANGE(k->micro_batch_host_us(), 0.0, 100000.0, "layout.kernels.micro_batch_host_us", "microseconds");
+  k->set_micro_batch_host_us(k->micro_batch_host_us());
   return Status::Ok();
 }
 

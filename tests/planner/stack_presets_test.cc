@@ -46,10 +46,11 @@ layout { tp: 2 pp: 2 dp: 4 overlap { pp: true } })"));
   Scenario megascale = Parsed(R"(stack: "megascale" layout { tp: 2 pp: 2 dp: 4 })");
   Result<std::vector<std::string>> set = ApplyStack(&megascale);
   ASSERT_TRUE(set.ok());
-  EXPECT_EQ(set->size(), 9u);  // every switch, none set by the scenario
+  EXPECT_EQ(set->size(), 10u);  // every switch, none set by the scenario
   EXPECT_TRUE(megascale.layout().fp32_grads());  // Megatron-LM's fp32 gradient buffer
   EXPECT_TRUE(megascale.layout().overlap().tp());
   EXPECT_EQ(megascale.layout().kernels().launch_us(), 0);  // MegaScale's ops outlast any launch
+  EXPECT_EQ(megascale.layout().kernels().micro_batch_host_us(), 0);
   EXPECT_TRUE(megascale.training().data_pipeline_overlap());
 }
 
@@ -116,6 +117,53 @@ TEST(StackPresets, AnEagerStacksLaunchesFloorANarrowPassOnly) {
   EXPECT_GT(wide.seconds, 10 * wide.launches_s);
   EXPECT_NEAR(wide.seconds, wide_gpu.seconds, 1e-6 * wide_gpu.seconds);
   EXPECT_LT(wide.host_wait_s, 1e-6 * wide.seconds);
+}
+
+// The end stages' ops of micro-batch 0 whose kind is `kind`, forward, with micro_batch_host_us set.
+double EndOpSeconds(OpKind kind, double host_us, double* host_wait_s) {
+  Result<Scenario> parsed = ParseScenario(R"(
+name: "t"
+stack: "megatron-deepspeed"
+cluster { gpu: "A100" num_gpus: 16 gpus_per_node: 8 fabric: NONBLOCKING hbm_gb: 2000 }
+model { preset: "gpt-tiny" }
+training { global_batch: 8 micro_batch: 1 }
+layout { tp: 2 pp: 2 dp: 4 kernels { micro_batch_host_us: )" + std::to_string(host_us) + " } }",
+                                          "test");
+  if (!parsed.ok()) return -1;
+  Result<Scenario> r = ResolveScenario(*parsed);
+  if (!r.ok()) return -1;
+  Result<Plan> plan = BuildPlan(*r);
+  if (!plan.ok()) return -1;
+  double seconds = 0;
+  *host_wait_s = 0;
+  for (const auto& stage : plan->stages()) {
+    for (const Op& op : stage.ops()) {
+      if (op.kind() != kind || op.microbatch() != 0 || op.phase() != FORWARD) continue;
+      seconds += op.duration_s();
+      *host_wait_s += op.host_wait_s();
+    }
+  }
+  return seconds;
+}
+
+TEST(StackPresets, AnEagerStacksHostBuildsTheBatchAndTheLossEachMicroBatch) {
+  // The first stage's embedding waits for the batch, the last stage's cross-entropy for the loss:
+  // each forward op lasts the host's time per micro-batch longer, and says that it waits for it.
+  for (OpKind kind : {EMBEDDING, CROSS_ENTROPY}) {
+    double wait0 = 0, wait = 0;
+    const double none = EndOpSeconds(kind, 0, &wait0);
+    const double with = EndOpSeconds(kind, 1500, &wait);
+    ASSERT_GT(none, 0) << OpKind_Name(kind);
+    EXPECT_NEAR(with - none, 1.5e-3, 1e-12) << OpKind_Name(kind);
+    EXPECT_NEAR(wait - wait0, 1.5e-3, 1e-12) << OpKind_Name(kind);
+  }
+  // A layer's ops do not pay it.
+  double w0 = 0, w1 = 0;
+  EXPECT_DOUBLE_EQ(EndOpSeconds(QKV_GEMM, 0, &w0), EndOpSeconds(QKV_GEMM, 1500, &w1));
+  // The eager stacks set it, MegaScale's does not.
+  for (const StackPreset& p : StackPresets()) {
+    EXPECT_EQ(p.micro_batch_host_us > 0, std::string(p.name) != "megascale") << p.name;
+  }
 }
 
 TEST(StackPresets, AnUnknownStackIsRefusedNamingTheKnownOnes) {
