@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
+#include <vector>
 
 #include "base/signal_cleanup.h"
 
@@ -56,6 +58,27 @@ Status AtomicFile::Open(bool binary) {
                            " (is its folder present and writable?)");
   }
   return Status::Ok();
+}
+
+int RemoveAbandonedTemporaries(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return 0;
+  static const std::string kMark = ".tmp.";
+  constexpr size_t kSuffix = 6;  // mkstemp's XXXXXX (AtomicFile::Open)
+  std::vector<fs::path> abandoned;
+  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string name = it->path().filename().string();
+    const size_t at = name.rfind(kMark);
+    if (at != std::string::npos && at > 0 && name.size() == at + kMark.size() + kSuffix) {
+      abandoned.push_back(it->path());
+    }
+  }
+  int removed = 0;
+  for (const fs::path& p : abandoned) removed += fs::remove(p, ec) ? 1 : 0;
+  return removed;
 }
 
 Status AtomicFile::Commit() { return Finish(false); }

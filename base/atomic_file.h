@@ -44,6 +44,12 @@ class AtomicFile {
 // Convenience: writes `content` to `path` atomically.
 Status WriteFileAtomically(const std::string& path, const std::string& content);
 
+// Removes the temporary files ("<name>.tmp.XXXXXX") that killed writers left under `folder`, its
+// subfolders included, and returns how many. A writer killed outright (SIGKILL, or stopped and then
+// killed) cannot remove its own: call this only when no writer of that folder can be running (the
+// launcher, between a killed attempt and the next). A missing folder removes nothing.
+int RemoveAbandonedTemporaries(const std::string& folder);
+
 // Reads a whole file; NotFound names the path when it is missing.
 Result<std::string> ReadFile(const std::string& path);
 

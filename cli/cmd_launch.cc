@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "base/steady_clock.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
@@ -204,6 +205,13 @@ Status RunLaunch(const LaunchArgs& args) {
       log.Add(a.end_s, "completed", {{"attempt", number}, {"steps", a.step_reached + 1}});
       attempts.push_back(a);
       break;
+    }
+    // A killed rank cannot remove the temporary file of a checkpoint it was writing; the next
+    // attempt resumes from the newest complete checkpoint and writes its own, so the killed
+    // attempt's are removed now, while no rank runs.
+    if (!scenario.run().checkpoint().dir().empty()) {
+      const int removed = RemoveAbandonedTemporaries(scenario.run().checkpoint().dir());
+      if (removed > 0) log.Add(a.end_s, "cleaned", {{"attempt", number}, {"temporary_files", removed}});
     }
     // Bad input fails the same way every time: not retried, and no rank is to blame.
     const bool bad_input = failure.empty() && job->exit_code() == 2 && !monitor.LauncherCulprit();

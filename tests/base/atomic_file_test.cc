@@ -1,8 +1,13 @@
 #include "base/atomic_file.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
 
 namespace megascale {
 namespace {
@@ -49,6 +54,24 @@ TEST(AtomicFile, UnwritableFolderIsAnErrorNamingThePath) {
   Status s = f.Open();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("/nonexistent-folder-megascale/out.json"), std::string::npos);
+}
+
+TEST(AtomicFile, AbandonedTemporariesAreRemovedUnderAFolderOnly) {
+  const std::string root = ::testing::TempDir() + "/atomic_sweep";
+  ::mkdir(root.c_str(), 0755);
+  ::mkdir((root + "/step-00000006").c_str(), 0755);
+  const std::vector<std::string> dead = {root + "/step-00000006/rank2.shard.tmp.Ab3xYz", root + "/latest.tmp.000000"};
+  const std::vector<std::string> kept = {root + "/step-00000006/rank2.shard", root + "/notes.tmp.txt",
+                                         root + "/step-00000006/x.tmp.1234567"};
+  for (const std::string& f : dead) ASSERT_TRUE(WriteFileAtomically(f, "partial").ok()) << f;
+  for (const std::string& f : kept) ASSERT_TRUE(WriteFileAtomically(f, "whole").ok()) << f;
+  EXPECT_EQ(RemoveAbandonedTemporaries(root), 2);
+  for (const std::string& f : dead) EXPECT_FALSE(ReadFile(f).ok()) << f << " is still there";
+  for (const std::string& f : kept) EXPECT_TRUE(ReadFile(f).ok()) << f << " was removed";
+  EXPECT_EQ(RemoveAbandonedTemporaries(root + "/missing"), 0);
+  for (const std::string& f : kept) std::remove(f.c_str());
+  ::rmdir((root + "/step-00000006").c_str());
+  ::rmdir(root.c_str());
 }
 
 TEST(ReadFile, MissingFileIsNotFound) {
