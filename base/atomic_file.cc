@@ -40,7 +40,7 @@ AtomicFile::~AtomicFile() {
 
 Status AtomicFile::Open(bool binary) {
   // A name no file has (mkstemp creates it), so no file of the user's is ever written or removed.
-  std::string name = path_ + ".tmp.XXXXXX";
+  std::string name = path_ + kTemporaryInfix + "XXXXXX";
   const int fd = ::mkstemp(name.data());
   if (fd < 0) {
     return Status::IoError("cannot write output file '" + path_ + "': " + std::strerror(errno) +
@@ -64,15 +64,15 @@ int RemoveAbandonedTemporaries(const std::string& folder) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) return 0;
-  static const std::string kMark = ".tmp.";
+  const std::string mark = kTemporaryInfix;
   constexpr size_t kSuffix = 6;  // mkstemp's XXXXXX (AtomicFile::Open)
   std::vector<fs::path> abandoned;
   for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     const std::string name = it->path().filename().string();
-    const size_t at = name.rfind(kMark);
-    if (at != std::string::npos && at > 0 && name.size() == at + kMark.size() + kSuffix) {
+    const size_t at = name.rfind(mark);
+    if (at != std::string::npos && at > 0 && name.size() == at + mark.size() + kSuffix) {
       abandoned.push_back(it->path());
     }
   }

@@ -14,6 +14,9 @@
 
 namespace megascale {
 
+// What AtomicFile puts between a path and its temporary file's six random characters.
+constexpr char kTemporaryInfix[] = ".tmp.";
+
 class AtomicFile {
  public:
   explicit AtomicFile(std::string path);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/atomic_file.h"
 #include "traces/trace_io.h"
 
 namespace megascale::cli {
@@ -12,7 +13,7 @@ namespace megascale::cli {
 std::vector<std::string> TemporaryFilesOf(const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash);
-  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + kTemporaryInfix;
   std::vector<std::string> found;
   if (DIR* d = ::opendir(folder.c_str())) {
     while (const dirent* e = ::readdir(d)) {
