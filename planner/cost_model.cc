@@ -141,9 +141,10 @@ double CostModel::AttentionTime(Phase phase, const OpShape& shape) const {
     gemms = GemmTime(s, se, d, bh) + GemmTime(se, d, s, bh) + GemmTime(s, d, se, bh) +
             GemmTime(se, d, s, bh);
   }
-  const double score_bytes =
-      w.score_elements * (backward ? kUnfusedScoreBytesBackward : kUnfusedScoreBytesForward);
-  return gemms + 2 * MemoryBoundTime(score_bytes / 2);  // two kernels: softmax, dropout
+  const ScorePasses passes = UnfusedScorePasses(phase, shape);
+  return gemms + MemoryBoundTime(w.score_elements * passes.dropout_bytes) +
+         MemoryBoundTime(w.score_elements * passes.softmax_bytes) +
+         (passes.softmax_kernels - 1) * constants_.kernel_overhead_s;
 }
 
 double CostModel::OpTime(OpKind kind, Phase phase, const OpShape& shape) const {

@@ -106,6 +106,7 @@ OpShape OpShapeOf(const ModelSpec& model, const LayoutSpec& layout, int micro_ba
   s.fused_elementwise = layout.kernels().fused_elementwise();
   s.launch_s = 1e-6 * layout.kernels().launch_us();
   s.micro_batch_host_s = 1e-6 * layout.kernels().micro_batch_host_us();
+  s.softmax_batch_multiple = layout.kernels().softmax_batch_multiple();
   return s;
 }
 
@@ -118,7 +119,8 @@ double OpKernels(OpKind kind, Phase phase, const OpShape& shape) {
       return 1;
     case ATTENTION:
       if (shape.flash_attention) return backward ? 2 : 1;
-      return backward ? 6 : 4;  // 2 (4) batched GEMMs, softmax, dropout
+      // 2 (4) batched GEMMs, the softmax's kernels and the dropout.
+      return (backward ? 4 : 2) + UnfusedScorePasses(phase, shape).Kernels();
     case QKV_GEMM:
     case ATTN_PROJ_GEMM:
     case FFN_UP_GEMM:
@@ -140,9 +142,9 @@ OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape) {
               d.tokens * d.v / d.t;
   }
   if (kind == ATTENTION && !shape.flash_attention) {
+    // The passes over the scores, and the batched GEMMs' score operand written and read back.
     const double scores = AttentionWorkOf(shape).score_elements;
-    c.bytes += scores * (phase == BACKWARD ? kUnfusedScoreBytesBackward + 2 * kActivationBytes
-                                           : kUnfusedScoreBytesForward + 2 * kActivationBytes);
+    c.bytes += scores * (UnfusedScorePasses(phase, shape).Bytes() + 2 * kActivationBytes);
   }
   if (IsElementwise(kind) && !shape.fused_elementwise) c.bytes *= kUnfusedElementwisePasses;
   return c;
@@ -162,6 +164,28 @@ std::vector<GemmDims> OpGemms(OpKind kind, Phase phase, const OpShape& shape) {
   if (phase != BACKWARD) return {f};
   // dX = dY W^T: [m x n] x [n x k]; dW = X^T dY: [k x m] x [m x n].
   return {{f.m, f.k, f.n}, {f.k, f.n, f.m}};
+}
+
+bool FusedSoftmaxApplies(const OpShape& shape) {
+  const ModelSpec& m = shape.model;
+  const int64_t heads_per_gpu = m.heads() / std::max(shape.tp, 1);
+  const int64_t batches = static_cast<int64_t>(shape.micro_batch) * heads_per_gpu;
+  const int64_t keys = m.seq_len();
+  return batches % std::max(shape.softmax_batch_multiple, 1) == 0 && keys > 16 && keys <= 4096 && keys % 4 == 0;
+}
+
+ScorePasses UnfusedScorePasses(Phase phase, const OpShape& shape) {
+  const bool backward = phase == BACKWARD;
+  ScorePasses p;
+  p.dropout_bytes = 5;
+  if (FusedSoftmaxApplies(shape)) {
+    p.softmax_bytes = backward ? 6 : 4;
+    p.softmax_kernels = 1;
+  } else {
+    p.softmax_bytes = backward ? 40 : 36;
+    p.softmax_kernels = 5;
+  }
+  return p;
 }
 
 AttentionWork AttentionWorkOf(const OpShape& shape) {

@@ -39,6 +39,9 @@ struct OpShape {
   // layout.kernels.micro_batch_host_us in seconds: the host's work per micro-batch at each end
   // of the pipeline (the batch, the loss) that the GPU waits for.
   double micro_batch_host_s = 0;
+  // layout.kernels.softmax_batch_multiple: what micro_batch x heads / tp must be a multiple of
+  // for Megatron's fused softmax to take the unfused attention's scores.
+  int softmax_batch_multiple = 1;
 };
 
 // The shape of a layout: SP only where tp > 1 (it splits nothing at tp 1).
@@ -69,10 +72,29 @@ struct AttentionWork {
 };
 AttentionWork AttentionWorkOf(const OpShape& shape);
 
-// Bytes per score element the unfused attention moves through HBM besides its GEMMs' operands:
-// forward softmax (read, write) and dropout (read, write, mask); backward their adjoints.
-constexpr double kUnfusedScoreBytesForward = 9;
-constexpr double kUnfusedScoreBytesBackward = 11;
+// The unfused attention's element-wise passes over its scores (besides the batched GEMMs), per
+// score element: the softmax and the dropout. Megatron's fused scale-mask-softmax kernel reads and
+// writes 16-bit scores once (forward 2 + 2 bytes; backward the output, its gradient and the
+// input's gradient, 6); the dropout reads, writes and keeps a byte of mask (5; backward 5).
+// Where the fused kernel does not apply (FusedSoftmaxApplies), Megatron falls back to PyTorch's
+// ops with the softmax in fp32 (fp16 with query-key layer scaling, the stacks that run unfused
+// attention): a copy to fp32 (2 + 4), the scale (4 + 4), the causal mask filled in place (4 + 4),
+// the softmax (4 + 4) and the copy back (4 + 2), 36 bytes in 5 kernels; backward the adjoints:
+// 6 + 12 + 8 + 8 + 6 = 40 bytes in 5 kernels.
+struct ScorePasses {
+  double softmax_bytes = 0;  // per score element
+  double softmax_kernels = 0;
+  double dropout_bytes = 0;  // per score element; one kernel
+  double Bytes() const { return softmax_bytes + dropout_bytes; }
+  double Kernels() const { return softmax_kernels + 1; }
+};
+ScorePasses UnfusedScorePasses(Phase phase, const OpShape& shape);
+// Megatron's fused scale-mask-softmax takes the scores only when micro_batch x heads / TP is a
+// multiple of shape.softmax_batch_multiple (4 since mid-2021: the CUDA kernel's batches per block
+// at these lengths) and the key length is a multiple of 4 in (16, 4096] (megatron/model/
+// fused_softmax.py, is_kernel_available; the SC '21 release took up to 2,048 keys and any batch
+// count): at 16 heads and TP 8, a micro-batch of 1 runs the PyTorch ops.
+bool FusedSoftmaxApplies(const OpShape& shape);
 // An unfused element-wise op (bias, activation, dropout, residual as separate kernels) makes about
 // two passes over HBM where the fused kernel makes one.
 constexpr double kUnfusedElementwisePasses = 2;

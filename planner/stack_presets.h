@@ -23,6 +23,7 @@ struct StackPreset {
   double launch_us;  // layout.kernels.launch_us: the host's time to issue one kernel
   double micro_batch_host_us;  // layout.kernels.micro_batch_host_us: per micro-batch, each end stage
   bool fp32_grads;   // layout.fp32_grads: gradients in an fp32 buffer (Megatron) or 16-bit (DeepSpeed)
+  int softmax_batch_multiple;  // layout.kernels.softmax_batch_multiple: the fused softmax's rule
 };
 
 const std::vector<StackPreset>& StackPresets();

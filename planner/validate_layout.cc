@@ -55,6 +55,8 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   k->set_launch_us(k->launch_us());
   MS_CHECK_RANGE(k->micro_batch_host_us(), 0.0, 100000.0, "layout.kernels.micro_batch_host_us", "microseconds");
   k->set_micro_batch_host_us(k->micro_batch_host_us());
+  MS_CHECK_RANGE(k->softmax_batch_multiple(), 1, 64, "layout.kernels.softmax_batch_multiple", "score batches");
+  k->set_softmax_batch_multiple(k->softmax_batch_multiple());
   return Status::Ok();
 }
 

@@ -100,6 +100,8 @@ std::vector<BadCase> Cases() {
        {"layout.kernels.launch_us = -5", "must be between 0 and 10000 (microseconds)"}},
       {"negative_micro_batch_host_cost", Replace(v, "dp: 4 }", "dp: 4 kernels { micro_batch_host_us: -1 } }"),
        {"layout.kernels.micro_batch_host_us = -1", "must be between 0 and 100000 (microseconds)"}},
+      {"zero_softmax_batch_multiple", Replace(v, "dp: 4 }", "dp: 4 kernels { softmax_batch_multiple: 0 } }"),
+       {"layout.kernels.softmax_batch_multiple = 0", "must be between 1 and 64 (score batches)"}},
       {"heartbeat_timeout_below_interval", v + "sim { heartbeat_interval_s: 5 heartbeat_timeout_s: 1 }",
        {"sim.heartbeat_timeout_s = 1", "sim.heartbeat_interval_s (5)"}},
       {"sliding_window_too_large", Replace(v, "preset: \"gpt-tiny\"", "preset: \"gpt-tiny\" sliding_window: 100000"),

@@ -146,11 +146,50 @@ TEST(CostModel, UnfusedAttentionWritesTheScoresToHbm) {
   EXPECT_DOUBLE_EQ(w.score_elements, 16.0 * 2048 * 2048);
   EXPECT_DOUBLE_EQ(ComputeOpCost(ATTENTION, FORWARD, unfused).bytes -
                        ComputeOpCost(ATTENTION, FORWARD, fused).bytes,
-                   w.score_elements * (kUnfusedScoreBytesForward + 4));
+                   w.score_elements * (UnfusedScorePasses(FORWARD, unfused).Bytes() + 4));
+  EXPECT_DOUBLE_EQ(UnfusedScorePasses(FORWARD, unfused).Bytes(), 9);  // fused softmax 4, dropout 5
   EXPECT_GT(cost.AttentionTime(FORWARD, unfused),
-            cost.MemoryBoundTime(w.score_elements * kUnfusedScoreBytesForward));
+            cost.MemoryBoundTime(w.score_elements * UnfusedScorePasses(FORWARD, unfused).Bytes()));
   EXPECT_GT(cost.AttentionTime(FORWARD, unfused), cost.AttentionTime(FORWARD, fused));
   EXPECT_GT(cost.AttentionTime(BACKWARD, unfused), cost.AttentionTime(FORWARD, unfused));
+}
+
+TEST(CostModel, MegatronsFusedSoftmaxNeedsFourBatchesPerKernel) {
+  // 16 heads over TP 8: 2 heads a GPU. A micro-batch of 1 gives 2 score batches, which Megatron's
+  // fused kernel does not take: PyTorch's fp32 softmax runs (5 kernels, 36 bytes a score each
+  // way's forward); 2 sequences give 4 batches and the fused kernel.
+  OpShape s;
+  s.model.set_layers(2);
+  s.model.set_hidden(1024);
+  s.model.set_heads(16);
+  s.model.set_seq_len(1024);
+  s.model.set_vocab(50257);
+  s.tp = 8;
+  s.flash_attention = false;
+  s.softmax_batch_multiple = 4;
+  s.micro_batch = 1;
+  EXPECT_FALSE(FusedSoftmaxApplies(s));
+  EXPECT_DOUBLE_EQ(OpKernels(ATTENTION, FORWARD, s), 2 + 5 + 1);
+  EXPECT_DOUBLE_EQ(OpKernels(ATTENTION, BACKWARD, s), 4 + 5 + 1);
+  EXPECT_DOUBLE_EQ(UnfusedScorePasses(FORWARD, s).Bytes(), 36 + 5);
+  const CostModel cost(kA100, Simple());
+  const double torch_path = cost.AttentionTime(FORWARD, s) / AttentionWorkOf(s).score_elements;
+  s.micro_batch = 2;
+  EXPECT_TRUE(FusedSoftmaxApplies(s));
+  EXPECT_DOUBLE_EQ(OpKernels(ATTENTION, FORWARD, s), 2 + 1 + 1);
+  EXPECT_DOUBLE_EQ(OpKernels(ATTENTION, BACKWARD, s), 4 + 1 + 1);
+  // Per score, the PyTorch path costs more than the fused kernel's (twice the scores here).
+  EXPECT_GT(torch_path, cost.AttentionTime(FORWARD, s) / AttentionWorkOf(s).score_elements);
+  s.tp = 4;
+  s.micro_batch = 1;
+  EXPECT_TRUE(FusedSoftmaxApplies(s));
+  s.model.set_seq_len(8192);  // beyond the kernel's 4,096 keys
+  EXPECT_FALSE(FusedSoftmaxApplies(s));
+  // The SC '21 release's kernel took any batch count.
+  s.model.set_seq_len(1024);
+  s.tp = 8;
+  s.softmax_batch_multiple = 1;
+  EXPECT_TRUE(FusedSoftmaxApplies(s));
 }
 
 TEST(CostModel, UnfusedElementwiseMakesTwoPasses) {

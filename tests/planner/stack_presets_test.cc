@@ -46,7 +46,7 @@ layout { tp: 2 pp: 2 dp: 4 overlap { pp: true } })"));
   Scenario megascale = Parsed(R"(stack: "megascale" layout { tp: 2 pp: 2 dp: 4 })");
   Result<std::vector<std::string>> set = ApplyStack(&megascale);
   ASSERT_TRUE(set.ok());
-  EXPECT_EQ(set->size(), 10u);  // every switch, none set by the scenario
+  EXPECT_EQ(set->size(), 11u);  // every switch, none set by the scenario
   EXPECT_TRUE(megascale.layout().fp32_grads());  // Megatron-LM's fp32 gradient buffer
   EXPECT_TRUE(megascale.layout().overlap().tp());
   EXPECT_EQ(megascale.layout().kernels().launch_us(), 0);  // MegaScale's ops outlast any launch
@@ -63,6 +63,8 @@ TEST(StackPresets, TheDifferingSwitchesOfTheStacks) {
     EXPECT_EQ(p.flash_attention, name == "megascale") << name;
     // Eager PyTorch stacks pay a launch per kernel; the scenario may still set its own.
     EXPECT_EQ(p.launch_us > 0, name != "megascale") << name;
+    // The fused softmax's rule on its batch count came after the SC '21 release.
+    EXPECT_EQ(p.softmax_batch_multiple, name == "megatron-lm-2021" || name == "megascale" ? 1 : 4) << name;
   }
 }
 
