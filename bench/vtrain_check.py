@@ -16,6 +16,8 @@ costs (b) and what the step costs beyond its layers (a); per TP and PP degree a 
 least squares into a fixed part per step, a part per micro-batch and a part per sequence x
 hidden / 1,024 (the embedding, head and loss). And how repeatable the file is: runs that differ
 only in DP (the same work per GPU but the DP all-reduce) are compared with their group's mean.
+And per layer shape (TP, hidden, micro-batch) the median predicted / measured, with the error that
+is left once each shape's median is divided out (shape_table).
 It measures and asserts nothing: a benchmark, not a test.
 
 Usage: bench/vtrain_check.py [--binary build/megascale] [--every N] [--jobs 2] [--launch-us X]
@@ -149,6 +151,29 @@ def cost_split_table(results):
               f"from their group's mean")
 
 
+def shape_table(results):
+    """Per layer shape (TP, hidden, micro-batch: what one GPU's layer pass runs), the median of
+    predicted / measured over the shape's rows (all its PP, DP, layer counts and batches), and the
+    error once each shape's median is divided out: what is left when every layer shape's cost is
+    right, i.e. how much of the error is the per-shape layer cost and how much the rest of the
+    model (layers, pipeline, DP, micro-batch counts, the step's ends)."""
+    shapes = {}
+    for r in results:
+        w = r["row"]
+        key = (int(w["tensor parallelism"]), int(w["hidden size"]), int(w["micro batch"]))
+        shapes.setdefault(key, []).append(r)
+    print("\nper layer shape (predicted / measured, median over the shape's rows)")
+    print(f"{'TP':>3} {'hidden':>7} {'mb':>3} {'rows':>5} {'ratio':>7}")
+    left = []
+    for key in sorted(shapes):
+        rs = shapes[key]
+        med = statistics.median(1 + r["err"] for r in rs)
+        left += [abs((1 + r["err"]) / med - 1) for r in rs]
+        print(f"{key[0]:>3} {key[1]:>7} {key[2]:>3} {len(rs):>5} {med:>7.3f}")
+    print(f"with each shape's median divided out: MAPE {100 * statistics.mean(left):.1f}%, "
+          f"rows beyond 10 %: {sum(e > 0.1 for e in left)}")
+
+
 def load_rows(every=1):
     if not os.path.exists(CSV):
         sys.exit(f"vtrain_check: {CSV} is missing (the shared reference folder beside the project)")
@@ -216,6 +241,7 @@ def main():
     group_table("hidden", lambda r: int(r["row"]["hidden size"]), results)
     group_table("micro-batch", lambda r: int(r["row"]["micro batch"]), results)
     cost_split_table(results)
+    shape_table(results)
     print("\nworst rows (GPUs, TP x PP x DP, hidden x layers, micro/global batch: predicted vs measured ms)")
     for r in sorted(results, key=lambda r: -abs(r["err"]))[:8]:
         w = r["row"]

@@ -34,7 +34,9 @@ const std::vector<StackPreset>& StackPresets() {
   // longer than any launch, and `megascale run` launches from C++ (its device calibration's
   // kernel_overhead_s prices a call), so 0 there.
   // micro_batch_host_us: fitted on vTrain's runs with the A100's step overhead (docs/calibration.md:
-  // they pay 1.4-2.6 ms a micro-batch beyond their layers and 1-5 ms a step); 0 for megascale.
+  // they pay 1.4-2.6 ms a micro-batch beyond their layers and 1-5 ms a step); 0 for megascale. The
+  // joint fit over both reference files says 1,550 us (vTrain MAPE 6.80 %, TP 4's mean +5.9 %);
+  // 1,250 keeps every TP and hidden group but TP 8 within 5 % at 6.85 %.
   // fp32 gradients: Megatron-LM accumulates into an fp32 main_grad buffer (MegaScale is built on
   // it); DeepSpeed's fp16 ZeRO optimizer, which the MT-NLG run's Megatron-DeepSpeed used, keeps
   // the gradients in fp16 until it reduces and copies them into its fp32 partition.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "planner/plan_builder.h"
 #include "planner/plan_with_constants.h"
 #include "tests/planner/calibration_rows.h"
+#include "tests/planner/vtrain_rows.h"
 
 namespace megascale {
 namespace {
@@ -26,6 +28,8 @@ namespace {
 // check), so CI checks the calibration too.
 const char kCsvPath[] = MEGASCALE_SOURCE_DIR "/../shared/reference/calibration.csv";
 const char kCsvCopy[] = MEGASCALE_SOURCE_DIR "/tests/planner/data/calibration.csv";
+const char kVtrainPath[] = MEGASCALE_SOURCE_DIR "/../shared/reference/vtrain-single-node-a100.csv";
+const char kVtrainCopy[] = MEGASCALE_SOURCE_DIR "/tests/planner/data/vtrain-single-node-a100.csv";
 
 // The rows, or an empty list when neither file is there.
 std::vector<testing::ReferenceRun> LoadRuns() {
@@ -35,6 +39,19 @@ std::vector<testing::ReferenceRun> LoadRuns() {
   Result<std::vector<testing::ReferenceRun>> runs = testing::ReferenceRuns(*rows);
   EXPECT_TRUE(runs.ok()) << runs.status().message();
   return runs.ok() ? *runs : std::vector<testing::ReferenceRun>{};
+}
+
+// vTrain's single-node rows (every `every`th), or an empty list when neither file is there.
+std::vector<testing::ReferenceRun> LoadVtrainRuns(size_t every = 1) {
+  Result<std::vector<testing::CsvRow>> rows = testing::ReadReferenceCsv(kVtrainPath, kVtrainCopy);
+  EXPECT_TRUE(rows.ok()) << rows.status().message();
+  if (!rows.ok() || rows->empty()) return {};
+  Result<std::vector<testing::ReferenceRun>> runs = testing::VtrainRuns(*rows);
+  EXPECT_TRUE(runs.ok()) << runs.status().message();
+  if (!runs.ok()) return {};
+  std::vector<testing::ReferenceRun> out;
+  for (size_t i = 0; i < runs->size(); i += every) out.push_back((*runs)[i]);
+  return out;
 }
 
 struct RowResult {
@@ -133,10 +150,83 @@ TEST(Calibration, ConstantsDependOnlyOnTheGpuType) {
   EXPECT_GE(checked, 10);
 }
 
+// Per group of rows (`key`: a TP degree, a hidden size), the mean signed error and the MAPE.
+struct GroupError {
+  int rows = 0;
+  double mean = 0, mape = 0;
+};
+template <typename Key>
+std::map<int, GroupError> GroupErrors(const std::vector<testing::ReferenceRun>& runs,
+                                      const std::vector<RowResult>& res, Key key) {
+  std::map<int, GroupError> out;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    GroupError& g = out[key(runs[i].scenario)];
+    ++g.rows;
+    g.mean += res[i].error;
+    g.mape += std::fabs(res[i].error);
+  }
+  for (auto& [k, g] : out) g.mean /= g.rows, g.mape /= g.rows;
+  return out;
+}
+
+// vTrain's 1,440 single-node runs (issue 18's narrow shapes) under the stored constants: the MAPE
+// and each TP degree's and hidden size's mean error and MAPE. The bounds guard what the model
+// reaches; issue 18's bar is tighter (MAPE 4 %, every group's mean within 5 %), and TP 8 and the
+// MAPE do not meet it yet (docs/calibration.md, "Narrow shapes").
+TEST(Calibration, PredictsVtrainsSingleNodeRuns) {
+  const std::vector<testing::ReferenceRun> runs = LoadVtrainRuns();
+  if (runs.empty()) GTEST_SKIP() << "no vTrain data at " << kVtrainPath;
+  const std::vector<RowResult> res = Predict(runs, nullptr);
+  const double mape = Mape(runs, res);
+  int beyond = 0;
+  for (const RowResult& r : res) beyond += std::fabs(r.error) > 0.10;
+  std::printf("vTrain: %zu rows, MAPE %.2f%%, %d rows beyond 10%%\n", runs.size(), 100 * mape, beyond);
+  EXPECT_LE(mape, 0.075);
+  const auto tp = GroupErrors(runs, res, [](const Scenario& s) { return s.layout().tp(); });
+  const auto hidden = GroupErrors(runs, res, [](const Scenario& s) { return static_cast<int>(s.model().hidden()); });
+  for (const auto* groups : {&tp, &hidden}) {
+    for (const auto& [k, g] : *groups) {
+      const char* what = groups == &tp ? "TP" : "hidden";
+      std::printf("  %-6s %5d: %4d rows, mean %+6.1f%%, MAPE %5.1f%%\n", what, k, g.rows, 100 * g.mean, 100 * g.mape);
+      // TP 8's layer is slower than any term of the model explains (docs/calibration.md).
+      const bool tp8 = groups == &tp && k == 8;
+      EXPECT_LE(std::fabs(g.mean), tp8 ? 0.15 : 0.05) << what << " " << k;
+    }
+  }
+}
+
+// The eager stacks' host costs (layout.kernels.launch_us and micro_batch_host_us), which the joint
+// fit moves beside the GPU's constants.
+struct EagerHost {
+  double launch_us = 0, micro_batch_host_us = 0;
+};
+
+// `runs` with `host` in the rows whose stack launches eagerly (launch_us > 0 as resolved).
+std::vector<testing::ReferenceRun> WithEagerHost(const std::vector<testing::ReferenceRun>& runs, const EagerHost& host) {
+  std::vector<testing::ReferenceRun> out = runs;
+  for (testing::ReferenceRun& r : out) {
+    KernelSpec* k = r.scenario.mutable_layout()->mutable_kernels();
+    if (k->launch_us() <= 0) continue;
+    k->set_launch_us(host.launch_us);
+    k->set_micro_batch_host_us(host.micro_batch_host_us);
+  }
+  return out;
+}
+
+// One file's rows in a fit. worst_term: its objective adds twice the excess of its worst row over
+// 8.5 % (calibration.csv's rule); vTrain's rows, whose per-shape spread the model does not follow
+// (docs/calibration.md), enter by their MAPE alone.
+struct RowSet {
+  std::vector<testing::ReferenceRun> runs;
+  bool worst_term = true;
+};
+
 // The fitted constants of one GPU type, one at a time: each step tries the constant up and down
-// by its step, keeps what lowers the objective (MAPE plus twice the excess of the worst row over
-// 8.5%), and halves the steps after a sweep without gain. Only `runs` enter (one GPU type's).
-GpuCalibration FitConstants(const std::vector<testing::ReferenceRun>& runs, const GpuCalibration& stored,
+// by its step, keeps what lowers the objective (per row set its MAPE, plus twice the excess of its
+// worst row over 8.5% where worst_term; the sets' mean, so that each file weighs the same however
+// many rows it has), and halves the steps after a sweep without gain. Only `sets` enter (one GPU
+// type's rows). With `host`, the eager stacks' host costs are fitted too, starting from *host.
+GpuCalibration FitConstants(const std::vector<RowSet>& sets, const GpuCalibration& stored, EagerHost* host,
                             bool verbose) {
   GpuCalibration c = stored;
   struct Knob {
@@ -151,15 +241,31 @@ GpuCalibration FitConstants(const std::vector<testing::ReferenceRun>& runs, cons
       {"overlap_slowdown", &c.overlap_slowdown, 0.1, 0, 1.0},
       {"step_overhead_s", &c.step_overhead_s, 0.02, 0, 0.5},
   };
+  if (host != nullptr) {
+    knobs.push_back({"launch_us", &host->launch_us, 8, 0, 150});
+    knobs.push_back({"micro_batch_host_us", &host->micro_batch_host_us, 400, 0, 5000});
+  }
   // Attention efficiency only where the rows run the fused kernel (the H100 rows).
   bool fused = false;
-  for (const auto& r : runs) fused = fused || r.scenario.layout().kernels().flash_attention();
+  size_t rows = 0;
+  for (const RowSet& set : sets) {
+    rows += set.runs.size();
+    for (const auto& r : set.runs) fused = fused || r.scenario.layout().kernels().flash_attention();
+  }
   if (fused) knobs.push_back({"attention_efficiency", &c.attention_efficiency, 0.05, 0.2, 0.95});
   auto objective = [&]() {
-    const std::vector<RowResult> res = Predict(runs, &c);
-    double worst = 0;
-    for (const RowResult& r : res) worst = std::max(worst, std::fabs(r.error));
-    return Mape(runs, res) + 2 * std::max(0.0, worst - 0.085);
+    double sum = 0;
+    int n = 0;
+    for (const RowSet& set : sets) {
+      if (set.runs.empty()) continue;
+      const std::vector<testing::ReferenceRun> runs = host ? WithEagerHost(set.runs, *host) : set.runs;
+      const std::vector<RowResult> res = Predict(runs, &c);
+      double worst = 0;
+      for (const RowResult& r : res) worst = std::max(worst, std::fabs(r.error));
+      sum += Mape(runs, res) + (set.worst_term ? 2 * std::max(0.0, worst - 0.085) : 0);
+      ++n;
+    }
+    return n ? sum / n : 0;
   };
   double best = objective();
   for (int sweep = 0; sweep < 6; ++sweep) {
@@ -182,10 +288,15 @@ GpuCalibration FitConstants(const std::vector<testing::ReferenceRun>& runs, cons
       for (Knob& k : knobs) k.step /= 2;
     }
   }
-  std::printf("%s fitted on %zu rows:", c.gpu.c_str(), runs.size());
+  std::printf("%s fitted on %zu rows:", c.gpu.c_str(), rows);
   for (const Knob& k : knobs) std::printf(" %s=%.4g", k.name, *k.value);
   std::printf("\n");
   return c;
+}
+
+GpuCalibration FitConstants(const std::vector<testing::ReferenceRun>& runs, const GpuCalibration& stored,
+                            bool verbose) {
+  return FitConstants({RowSet{runs, true}}, stored, nullptr, verbose);
 }
 
 // The rows of `gpu`'s calibration (its architecture's GPU types too) that `keep` admits.
@@ -218,14 +329,67 @@ TEST(Calibration, DISABLED_FitCalibration) {
   }
 }
 
+// Both reference files' rows of `gpu` that `keep` admits, as the fit's row sets: calibration.csv's
+// (judged with their worst row) and, for the A100, vTrain's single-node rows (by their MAPE).
+template <typename Keep>
+std::vector<RowSet> SetsOf(const std::vector<testing::ReferenceRun>& all, const std::string& gpu, Keep keep) {
+  RowSet published{{}, true}, vtrain{{}, false};
+  for (const auto& r : RowsOf(all, gpu, keep)) {
+    (r.source == testing::kVtrainSource ? vtrain : published).runs.push_back(r);
+  }
+  return {published, vtrain};
+}
+
+// The eager stacks' host costs as the stack presets set them (what vTrain's rows resolve to).
+EagerHost StoredEagerHost(const std::vector<testing::ReferenceRun>& vtrain) {
+  EagerHost h;
+  for (const auto& r : vtrain) {
+    const KernelSpec& k = r.scenario.layout().kernels();
+    if (k.launch_us() > 0) return {k.launch_us(), k.micro_batch_host_us()};
+  }
+  return h;
+}
+
+// One joint objective over all the reference files (issue 18, item 5): the A100's constants and
+// the eager stacks' host costs fitted together on calibration.csv's A100 rows and vTrain's 1,440
+// single-node rows, each file weighing the same. Prints the fit and each file's MAPE under it
+// beside the stored constants'. Slow (minutes), hence disabled:
+//   planner_tests --gtest_also_run_disabled_tests --gtest_filter='*FitJointly*'
+TEST(Calibration, DISABLED_FitJointly) {
+  std::vector<testing::ReferenceRun> all = LoadRuns();
+  const std::vector<testing::ReferenceRun> vtrain = LoadVtrainRuns();
+  if (all.empty() || vtrain.empty()) GTEST_SKIP() << "no reference data at " << kCsvPath << " or " << kVtrainPath;
+  all.insert(all.end(), vtrain.begin(), vtrain.end());
+  const GpuCalibration& stored = CalibrationFor("A100");
+  const EagerHost stored_host = StoredEagerHost(vtrain);
+  EagerHost host = stored_host;
+  const GpuCalibration fitted =
+      FitConstants(SetsOf(all, "A100", [](const testing::ReferenceRun& r) { return r.fit_row; }), stored, &host, true);
+  std::printf("eager host: launch_us=%.4g micro_batch_host_us=%.4g (stored %.4g, %.4g)\n", host.launch_us,
+              host.micro_batch_host_us, stored_host.launch_us, stored_host.micro_batch_host_us);
+  for (const RowSet& set : SetsOf(all, "A100", [](const testing::ReferenceRun& r) { return r.in_mape; })) {
+    const double joint = Mape(set.runs, Predict(WithEagerHost(set.runs, host), &fitted));
+    const double kept = Mape(set.runs, Predict(set.runs, nullptr));
+    std::printf("%s: %zu rows, MAPE %.2f%% jointly fitted, %.2f%% stored\n",
+                set.worst_term ? "calibration.csv (A100)" : "vTrain", set.runs.size(), 100 * joint, 100 * kept);
+  }
+}
+
 // Leave one source out (issue 18, item 5): per GPU type and per source among its rows, the
 // constants fitted on the other sources' rows predict the held-out source's rows; its error
 // beside the stored fit's (every source in it) shows what a fit only memorises. A GPU type whose
-// rows come from one source has no fold. Slow (a fit per fold), hence disabled:
+// rows come from one source has no fold. The A100's sources include vTrain's single-node file,
+// fitted jointly with calibration.csv (FitJointly's objective): with it held out, the eager stacks'
+// host costs have no other source and keep their stored values, which were fitted on it, so that
+// fold shows how the GPU's constants carry over, not the host costs. Slow (a fit per fold), hence
+// disabled:
 //   planner_tests --gtest_also_run_disabled_tests --gtest_filter='*LeaveOneSourceOut*'
 TEST(Calibration, DISABLED_LeaveOneSourceOut) {
   std::vector<testing::ReferenceRun> all = LoadRuns();
   if (all.empty()) GTEST_SKIP() << "no reference data at " << kCsvPath;
+  const std::vector<testing::ReferenceRun> vtrain = LoadVtrainRuns();
+  all.insert(all.end(), vtrain.begin(), vtrain.end());
+  const EagerHost stored_host = StoredEagerHost(vtrain);
   for (const GpuCalibration& stored : AllCalibrations()) {
     const std::vector<testing::ReferenceRun> rows =
         RowsOf(all, stored.gpu, [](const testing::ReferenceRun& r) { return r.in_mape; });
@@ -235,37 +399,57 @@ TEST(Calibration, DISABLED_LeaveOneSourceOut) {
       std::printf("%s: %zu row(s), all from one source: no fold\n", stored.gpu.c_str(), rows.size());
       continue;
     }
+    // A fit on the rows `keep` admits, the host costs with it where vTrain's rows are among them.
+    struct Fit {
+      GpuCalibration gpu;
+      EagerHost host;
+    };
+    auto fit = [&](auto keep) {
+      const std::vector<RowSet> sets = SetsOf(all, stored.gpu, keep);
+      Fit f{stored, stored_host};
+      f.gpu = FitConstants(sets, stored, sets[1].runs.empty() ? nullptr : &f.host, false);
+      return f;
+    };
+    auto predict = [](const std::vector<testing::ReferenceRun>& held, const Fit* f) {
+      return f ? Predict(WithEagerHost(held, f->host), &f->gpu) : Predict(held, nullptr);
+    };
     // The same fit on every source's rows: the in-sample figure the held-out one stands beside.
-    const GpuCalibration everything = FitConstants(
-        RowsOf(all, stored.gpu, [](const testing::ReferenceRun& r) { return r.fit_row; }), stored, false);
-    double held_sum = 0, in_sum = 0, stored_sum = 0;
-    size_t n = 0;
+    const Fit everything = fit([](const testing::ReferenceRun& r) { return r.fit_row; });
+    // Sums of held-out MAPE x rows over calibration.csv's sources (row-weighted, as its table in
+    // docs/calibration.md reads), and per source.
+    double held_rows = 0, in_rows = 0, stored_rows = 0, held_sources = 0;
+    size_t rows_n = 0, sources_n = 0;
     for (const std::string& source : sources) {
-      const std::vector<testing::ReferenceRun> train =
-          RowsOf(all, stored.gpu, [&](const testing::ReferenceRun& r) { return r.fit_row && r.source != source; });
+      const Fit fitted = fit([&](const testing::ReferenceRun& r) { return r.fit_row && r.source != source; });
       const std::vector<testing::ReferenceRun> held =
           RowsOf(all, stored.gpu, [&](const testing::ReferenceRun& r) { return r.in_mape && r.source == source; });
-      if (train.empty()) continue;
-      const GpuCalibration fitted = FitConstants(train, stored, false);
-      const std::vector<RowResult> out = Predict(held, &fitted), in = Predict(held, &everything),
-                                   kept = Predict(held, nullptr);
+      const std::vector<RowResult> out = predict(held, &fitted), in = predict(held, &everything),
+                                   kept = predict(held, nullptr);
       const double out_mape = Mape(held, out), in_mape = Mape(held, in), kept_mape = Mape(held, kept);
       std::printf("%s held out: %s (%zu rows): MAPE %.2f%% fitted without it, %.2f%% fitted with it, %.2f%% stored\n",
                   stored.gpu.c_str(), source.substr(0, 60).c_str(), held.size(), 100 * out_mape, 100 * in_mape,
                   100 * kept_mape);
-      for (size_t i = 0; i < held.size(); ++i) {
+      for (size_t i = 0; i < held.size() && i < 30; ++i) {
         std::printf("  %-28s %+6.1f%% (with it %+6.1f%%, stored %+6.1f%%)\n", held[i].label.c_str(),
                     100 * out[i].error, 100 * in[i].error, 100 * kept[i].error);
       }
-      held_sum += out_mape * held.size();
-      in_sum += in_mape * held.size();
-      stored_sum += kept_mape * held.size();
-      n += held.size();
+      held_sources += out_mape;
+      ++sources_n;
+      if (source == testing::kVtrainSource) continue;
+      held_rows += out_mape * held.size();
+      in_rows += in_mape * held.size();
+      stored_rows += kept_mape * held.size();
+      rows_n += held.size();
     }
-    if (n > 0) {
-      std::printf("%s: leave-one-source-out MAPE %.2f%% over %zu rows; fitted on all sources %.2f%%; stored %.2f%%\n",
-                  stored.gpu.c_str(), 100 * held_sum / n, n, 100 * in_sum / n, 100 * stored_sum / n);
+    if (rows_n > 0) {
+      std::printf("%s: leave-one-source-out MAPE %.2f%% over calibration.csv's %zu rows; fitted on all sources %.2f%%; "
+                  "stored %.2f%%\n",
+                  stored.gpu.c_str(), 100 * held_rows / rows_n, rows_n, 100 * in_rows / rows_n,
+                  100 * stored_rows / rows_n);
     }
+    // Each source weighing the same (vTrain's 1,440 rows would otherwise drown the others).
+    std::printf("%s: leave-one-source-out MAPE %.2f%%, the mean over %zu sources\n", stored.gpu.c_str(),
+                100 * held_sources / sources_n, sources_n);
   }
 }
 
