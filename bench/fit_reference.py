@@ -10,7 +10,8 @@ host's work per micro-batch at each end of the pipeline (the batch, the loss) th
 for (kEagerMicroBatchHostUs). Only the single-node file
 (../shared/reference/vtrain-single-node-a100.csv) constrains it: the multi-node rows of
 calibration.csv run per-GPU ops far longer than any launch (their fit is
-tests/planner/calibration_test.cc's DISABLED_FitCalibration).
+tests/planner/calibration_test.cc's DISABLED_FitCalibration; DISABLED_FitJointly fits both host
+costs with the A100's constants over both files at once, in-process and faster than this).
 
 It minimises the MAPE of the iteration time over the knob by golden-section search, then refits
 with each TP degree held out and with each hidden size held out and prints the held-out group's

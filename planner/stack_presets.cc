@@ -41,9 +41,9 @@ const std::vector<StackPreset>& StackPresets() {
   // it); DeepSpeed's fp16 ZeRO optimizer, which the MT-NLG run's Megatron-DeepSpeed used, keeps
   // the gradients in fp16 until it reduces and copies them into its fp32 partition.
   // softmax batch multiple: Megatron-LM's fused softmax asks micro_batch x heads / TP to be a
-  // multiple of 4 from mid-2021 (is_kernel_available), as do the Megatron-DeepSpeed fork and the
-  // 2023 Megatron-LM; the SC '21 release did not (its GPT-18.4B row of calibration.csv, 6 heads a
-  // GPU at micro-batch 1, measured as the fused kernel predicts: +22 % under the PyTorch ops).
+  // multiple of 4 where it checks is_kernel_available, as the Megatron-DeepSpeed fork and the 2023
+  // Megatron-LM do; the SC '21 runs measure as if it did not (calibration.csv's GPT-18.4B, 6 heads
+  // a GPU at micro-batch 1, comes out +3 % with the fused kernel, +22 % under the PyTorch ops).
   // MegaScale runs fused attention, so the rule never applies to it.
   static const std::vector<StackPreset> presets = {
       {"megascale", "MegaScale (NSDI '24): every optimization of its sections 3.2-3.4", true, true, true, true,
