@@ -2,7 +2,9 @@
 // bench/eager_layer.py times on a real GPU (hidden 1,024 / 2,048 with 16 heads, TP 1-8 as one
 // GPU's share, micro-batch 1-8, seq 1,024): the plan's own ops of layer 0, micro-batch 0, forward
 // (FORWARD) and backward (RECOMPUTE and BACKWARD), TP collectives left out as the measured layer
-// has none, with layout.kernels.launch_us 0 so that no op waits for the host.
+// has none, with layout.kernels.launch_us 0 so that no op waits for the host, and
+// softmax_batch_multiple 1: eager_layer.py runs one softmax kernel at every shape (the fused
+// kernel's count), not Megatron's PyTorch fallback at TP 8 and micro-batch 1.
 // Each output line is one JSON object per (shape, pass). bench/layer_check.sh compares them.
 //   layer_probe GPU > passes.jsonl      (GPU: a catalogue name, e.g. H200)
 #include <cstdio>
@@ -29,7 +31,7 @@ ms::Scenario Resolved(const std::string& gpu, int hidden, int tp, int micro) {
       "training { global_batch: " + std::to_string(micro) + " micro_batch: " + std::to_string(micro) +
       " }\n"
       "layout { tp: " + std::to_string(tp) + " pp: 1 dp: 1 zero_stage: 0 recompute: RECOMPUTE_FULL "
-      "schedule: ONE_F_ONE_B kernels { launch_us: 0 } }\n";
+      "schedule: ONE_F_ONE_B kernels { launch_us: 0 softmax_batch_multiple: 1 } }\n";
   return ms::bench::ResolvedOrExit(text, "layer_probe");
 }
 

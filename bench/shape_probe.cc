@@ -101,7 +101,9 @@ int main(int argc, char** argv) {
   }
   // Unfused attention (batched GEMMs, softmax and dropout over the scores in HBM) at vTrain's
   // shapes (seq 1,024, 16 heads, hidden 1,024 and 2,048, micro-batch 1-8): the path of the
-  // Megatron-DeepSpeed and Megatron-LM 2021 stacks that every A100 reference row runs.
+  // Megatron-DeepSpeed and Megatron-LM 2021 stacks that every A100 reference row runs, with its
+  // fused softmax at every shape (this probe's scenario names no stack: softmax_batch_multiple 1),
+  // as bench/shape_check.py runs one softmax kernel at every shape.
   for (const ModelShape& m : {ModelShape{1024, 16}, ModelShape{2048, 16}}) {
     for (int tp : {1, 2, 4, 8}) {
       const ms::Scenario scenario = Resolved(gpu, m, tp, 1024);

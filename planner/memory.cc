@@ -50,9 +50,12 @@ double LayerActivationBytes(const ModelSpec& model, const LayoutSpec& layout, in
   double bytes = (sp ? replicated / t : replicated) + split;
   if (scores) {
     // Softmax output (2), its dropout mask (1) and output (2) per score: 5 a s s_eff b / t;
-    // without dropout the softmax output alone.
+    // without dropout the softmax output alone. Where Megatron's fused softmax does not take the
+    // shape (FusedSoftmaxApplies), PyTorch's softmax keeps its fp32 output (4, not 2).
     const double s_eff = model.sliding_window() > 0 ? model.sliding_window() : model.seq_len();
-    bytes += (model.dropout() ? 5.0 : 2.0) * model.heads() * static_cast<double>(micro_batch) * model.seq_len() * s_eff / t;
+    const double softmax_out = FusedSoftmaxApplies(OpShapeOf(model, layout, micro_batch)) ? 2.0 : 4.0;
+    bytes += (softmax_out + (model.dropout() ? 3.0 : 0.0)) * model.heads() * static_cast<double>(micro_batch) *
+             model.seq_len() * s_eff / t;
   }
   return bytes;
 }

@@ -1,6 +1,7 @@
 #include "planner/op_costs.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace megascale {
 namespace {
@@ -167,11 +168,12 @@ std::vector<GemmDims> OpGemms(OpKind kind, Phase phase, const OpShape& shape) {
 }
 
 bool FusedSoftmaxApplies(const OpShape& shape) {
-  const ModelSpec& m = shape.model;
-  const int64_t heads_per_gpu = m.heads() / std::max(shape.tp, 1);
-  const int64_t batches = static_cast<int64_t>(shape.micro_batch) * heads_per_gpu;
-  const int64_t keys = m.seq_len();
-  return batches % std::max(shape.softmax_batch_multiple, 1) == 0 && keys > 16 && keys <= 4096 && keys % 4 == 0;
+  const int64_t keys = shape.model.seq_len();
+  if (keys <= 16 || keys > 4096 || keys % 4 != 0) return false;
+  // The kernel's batches per block double at 128 keys or fewer (two rows per warp).
+  const int64_t multiple = std::max(shape.softmax_batch_multiple, 1) * (keys <= 128 ? 2 : 1);
+  const auto batches = static_cast<int64_t>(std::llround(AttentionWorkOf(shape).batch_heads));
+  return shape.softmax_batch_multiple <= 1 || batches % multiple == 0;
 }
 
 ScorePasses UnfusedScorePasses(Phase phase, const OpShape& shape) {

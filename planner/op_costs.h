@@ -89,12 +89,13 @@ struct ScorePasses {
   double Kernels() const { return softmax_kernels + 1; }
 };
 ScorePasses UnfusedScorePasses(Phase phase, const OpShape& shape);
-// Megatron's fused scale-mask-softmax takes the scores only when micro_batch x heads / TP is a
-// multiple of shape.softmax_batch_multiple (4 in the releases with is_kernel_available in
-// megatron/model/fused_softmax.py: the CUDA kernel's batches per block at these lengths) and the
-// key length is a multiple of 4 in (16, 4096]: at 16 heads and TP 8, a micro-batch of 1 runs the
-// PyTorch ops. Releases differ (earlier ones took at most 2,048 keys; the SC '21 runs measure as
-// if the kernel took any batch count: stack_presets.cc); the 4,096 keys are the later limit.
+// Megatron's fused scale-mask-softmax takes the scores only when the key length is a multiple of
+// 4 in (16, 4096] and, where the stack checks it (shape.softmax_batch_multiple > 1: 4 in the
+// releases with is_kernel_available in megatron/model/fused_softmax.py), micro_batch x heads / TP
+// is a multiple of the kernel's batches per block: softmax_batch_multiple above 128 keys, twice
+// it at 128 or fewer. At 16 heads, TP 8 and 1,024 keys, a micro-batch of 1 runs the PyTorch ops.
+// Releases differ (earlier ones took at most 2,048 keys; the SC '21 runs measure as if the kernel
+// took any batch count: stack_presets.cc); the 4,096 keys, the later limit, hold for every stack.
 bool FusedSoftmaxApplies(const OpShape& shape);
 // An unfused element-wise op (bias, activation, dropout, residual as separate kernels) makes about
 // two passes over HBM where the fused kernel makes one.

@@ -1,13 +1,15 @@
 // The cost model against every measured run of ../shared/reference/calibration.csv: prints
 // predicted against measured iteration time per row and checks the issue's bar (MAPE <= 5%, no row
-// worse than 10%) with the stored per-GPU calibration (planner/calibration.cc). The measured
-// figures are read from the CSV here and nowhere else. DISABLED_FitCalibration reproduces the fit
+// worse than 10%) with the stored per-GPU calibration (planner/calibration.cc); and against
+// vTrain's single-node A100 runs. The measured figures are read from the CSVs here and nowhere
+// else. DISABLED_FitJointly (A100) and DISABLED_FitCalibration (H100) reproduce the fits
 // (docs/calibration.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "planner/calibration.h"
 #include "planner/plan_builder.h"
 #include "planner/plan_with_constants.h"
+#include "planner/stack_presets.h"
 #include "tests/planner/calibration_rows.h"
 #include "tests/planner/vtrain_rows.h"
 
@@ -170,9 +173,10 @@ std::map<int, GroupError> GroupErrors(const std::vector<testing::ReferenceRun>& 
 }
 
 // vTrain's 1,440 single-node runs (issue 18's narrow shapes) under the stored constants: the MAPE
-// and each TP degree's and hidden size's mean error and MAPE. The bounds guard what the model
-// reaches; issue 18's bar is tighter (MAPE 4 %, every group's mean within 5 %), and TP 8 and the
-// MAPE do not meet it yet (docs/calibration.md, "Narrow shapes").
+// and each TP degree's and hidden size's mean error and MAPE. The 5 % on each group's mean is issue
+// 18's bar (TP 4 sits at +4.9 %: a change that moves it fails here, as it should, and says so);
+// the MAPE's 7.5 % and TP 8's 15 % guard what the model reaches, short of the issue's 4 % and 5 %
+// (docs/calibration.md, "Narrow shapes").
 TEST(Calibration, PredictsVtrainsSingleNodeRuns) {
   const std::vector<testing::ReferenceRun> runs = LoadVtrainRuns();
   if (runs.empty()) GTEST_SKIP() << "no vTrain data at " << kVtrainPath;
@@ -258,7 +262,8 @@ GpuCalibration FitConstants(const std::vector<RowSet>& sets, const GpuCalibratio
     int n = 0;
     for (const RowSet& set : sets) {
       if (set.runs.empty()) continue;
-      const std::vector<testing::ReferenceRun> runs = host ? WithEagerHost(set.runs, *host) : set.runs;
+      const std::vector<testing::ReferenceRun> with_host = host ? WithEagerHost(set.runs, *host) : std::vector<testing::ReferenceRun>{};
+      const std::vector<testing::ReferenceRun>& runs = host ? with_host : set.runs;
       const std::vector<RowResult> res = Predict(runs, &c);
       double worst = 0;
       for (const RowResult& r : res) worst = std::max(worst, std::fabs(r.error));
@@ -312,7 +317,8 @@ std::vector<testing::ReferenceRun> RowsOf(const std::vector<testing::ReferenceRu
 
 // Slow (minutes: every evaluation builds every row's plan), hence disabled; run with
 //   planner_tests --gtest_also_run_disabled_tests --gtest_filter='*FitCalibration*'
-// and copy the printed constants into planner/calibration.cc.
+// and copy the printed H100 constants into planner/calibration.cc. The A100's come from
+// DISABLED_FitJointly (both files); this fit of calibration.csv alone is its reference.
 TEST(Calibration, DISABLED_FitCalibration) {
   std::vector<testing::ReferenceRun> all = LoadRuns();
   if (all.empty()) GTEST_SKIP() << "no reference data at " << kCsvPath;
@@ -340,14 +346,13 @@ std::vector<RowSet> SetsOf(const std::vector<testing::ReferenceRun>& all, const 
   return {published, vtrain};
 }
 
-// The eager stacks' host costs as the stack presets set them (what vTrain's rows resolve to).
-EagerHost StoredEagerHost(const std::vector<testing::ReferenceRun>& vtrain) {
-  EagerHost h;
-  for (const auto& r : vtrain) {
-    const KernelSpec& k = r.scenario.layout().kernels();
-    if (k.launch_us() > 0) return {k.launch_us(), k.micro_batch_host_us()};
+// The eager stacks' host costs as the `megatron-deepspeed` preset sets them (vTrain's stack).
+EagerHost PresetEagerHost() {
+  for (const StackPreset& p : StackPresets()) {
+    if (std::string(p.name) == "megatron-deepspeed") return {p.launch_us, p.micro_batch_host_us};
   }
-  return h;
+  ADD_FAILURE() << "no megatron-deepspeed stack preset";
+  return {};
 }
 
 // One joint objective over all the reference files (issue 18, item 5): the A100's constants and
@@ -361,7 +366,7 @@ TEST(Calibration, DISABLED_FitJointly) {
   if (all.empty() || vtrain.empty()) GTEST_SKIP() << "no reference data at " << kCsvPath << " or " << kVtrainPath;
   all.insert(all.end(), vtrain.begin(), vtrain.end());
   const GpuCalibration& stored = CalibrationFor("A100");
-  const EagerHost stored_host = StoredEagerHost(vtrain);
+  const EagerHost stored_host = PresetEagerHost();
   EagerHost host = stored_host;
   const GpuCalibration fitted =
       FitConstants(SetsOf(all, "A100", [](const testing::ReferenceRun& r) { return r.fit_row; }), stored, &host, true);
@@ -389,7 +394,6 @@ TEST(Calibration, DISABLED_LeaveOneSourceOut) {
   if (all.empty()) GTEST_SKIP() << "no reference data at " << kCsvPath;
   const std::vector<testing::ReferenceRun> vtrain = LoadVtrainRuns();
   all.insert(all.end(), vtrain.begin(), vtrain.end());
-  const EagerHost stored_host = StoredEagerHost(vtrain);
   for (const GpuCalibration& stored : AllCalibrations()) {
     const std::vector<testing::ReferenceRun> rows =
         RowsOf(all, stored.gpu, [](const testing::ReferenceRun& r) { return r.in_mape; });
@@ -399,19 +403,22 @@ TEST(Calibration, DISABLED_LeaveOneSourceOut) {
       std::printf("%s: %zu row(s), all from one source: no fold\n", stored.gpu.c_str(), rows.size());
       continue;
     }
-    // A fit on the rows `keep` admits, the host costs with it where vTrain's rows are among them.
+    // A fit on the rows `keep` admits, the host costs with it where vTrain's rows are among them
+    // (else the rows keep their stacks' host costs).
     struct Fit {
       GpuCalibration gpu;
-      EagerHost host;
+      std::optional<EagerHost> host;
     };
     auto fit = [&](auto keep) {
       const std::vector<RowSet> sets = SetsOf(all, stored.gpu, keep);
-      Fit f{stored, stored_host};
-      f.gpu = FitConstants(sets, stored, sets[1].runs.empty() ? nullptr : &f.host, false);
+      Fit f{stored, std::nullopt};
+      if (!sets[1].runs.empty()) f.host = PresetEagerHost();
+      f.gpu = FitConstants(sets, stored, f.host ? &*f.host : nullptr, false);
       return f;
     };
     auto predict = [](const std::vector<testing::ReferenceRun>& held, const Fit* f) {
-      return f ? Predict(WithEagerHost(held, f->host), &f->gpu) : Predict(held, nullptr);
+      if (f == nullptr) return Predict(held, nullptr);
+      return f->host ? Predict(WithEagerHost(held, *f->host), &f->gpu) : Predict(held, &f->gpu);
     };
     // The same fit on every source's rows: the in-sample figure the held-out one stands beside.
     const Fit everything = fit([](const testing::ReferenceRun& r) { return r.fit_row; });
@@ -420,7 +427,9 @@ TEST(Calibration, DISABLED_LeaveOneSourceOut) {
     double held_rows = 0, in_rows = 0, stored_rows = 0, held_sources = 0;
     size_t rows_n = 0, sources_n = 0;
     for (const std::string& source : sources) {
-      const Fit fitted = fit([&](const testing::ReferenceRun& r) { return r.fit_row && r.source != source; });
+      auto train = [&](const testing::ReferenceRun& r) { return r.fit_row && r.source != source; };
+      if (RowsOf(all, stored.gpu, train).empty()) continue;  // nothing to fit on without it
+      const Fit fitted = fit(train);
       const std::vector<testing::ReferenceRun> held =
           RowsOf(all, stored.gpu, [&](const testing::ReferenceRun& r) { return r.in_mape && r.source == source; });
       const std::vector<RowResult> out = predict(held, &fitted), in = predict(held, &everything),

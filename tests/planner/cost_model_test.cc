@@ -156,8 +156,9 @@ TEST(CostModel, UnfusedAttentionWritesTheScoresToHbm) {
 
 TEST(CostModel, MegatronsFusedSoftmaxNeedsFourBatchesPerKernel) {
   // 16 heads over TP 8: 2 heads a GPU. A micro-batch of 1 gives 2 score batches, which Megatron's
-  // fused kernel does not take: PyTorch's fp32 softmax runs (5 kernels, 36 bytes a score each
-  // way's forward); 2 sequences give 4 batches and the fused kernel.
+  // fused kernel (softmax_batch_multiple 4) does not take: PyTorch's fp32 ops run the softmax, 5
+  // kernels each way moving 36 bytes a score forward and 40 backward, where the fused kernel is
+  // one moving 4 and 6. 2 sequences give 4 batches and the fused kernel.
   OpShape s;
   s.model.set_layers(2);
   s.model.set_hidden(1024);
@@ -172,24 +173,40 @@ TEST(CostModel, MegatronsFusedSoftmaxNeedsFourBatchesPerKernel) {
   EXPECT_DOUBLE_EQ(OpKernels(ATTENTION, FORWARD, s), 2 + 5 + 1);
   EXPECT_DOUBLE_EQ(OpKernels(ATTENTION, BACKWARD, s), 4 + 5 + 1);
   EXPECT_DOUBLE_EQ(UnfusedScorePasses(FORWARD, s).Bytes(), 36 + 5);
+  EXPECT_DOUBLE_EQ(UnfusedScorePasses(BACKWARD, s).Bytes(), 40 + 5);
+  // At the same shape the two paths differ by the softmax alone: its bytes and 4 more kernel ramps.
   const CostModel cost(kA100, Simple());
-  const double torch_path = cost.AttentionTime(FORWARD, s) / AttentionWorkOf(s).score_elements;
+  const double scores = AttentionWorkOf(s).score_elements;
+  const double torch_fwd = cost.AttentionTime(FORWARD, s), torch_bwd = cost.AttentionTime(BACKWARD, s);
+  OpShape fused = s;
+  fused.softmax_batch_multiple = 1;  // a stack that does not check the batch count
+  ASSERT_TRUE(FusedSoftmaxApplies(fused));
+  const double ramp = Simple().kernel_overhead_s;
+  EXPECT_NEAR(torch_fwd - cost.AttentionTime(FORWARD, fused),
+              cost.MemoryBoundTime(36 * scores) - cost.MemoryBoundTime(4 * scores) + 4 * ramp, 1e-12);
+  EXPECT_NEAR(torch_bwd - cost.AttentionTime(BACKWARD, fused),
+              cost.MemoryBoundTime(40 * scores) - cost.MemoryBoundTime(6 * scores) + 4 * ramp, 1e-12);
+  // The fused path as before the rule: the scores' 9 (11) bytes over two kernels.
+  EXPECT_DOUBLE_EQ(UnfusedScorePasses(FORWARD, fused).Bytes(), 9);
+  EXPECT_DOUBLE_EQ(UnfusedScorePasses(BACKWARD, fused).Bytes(), 11);
   s.micro_batch = 2;
   EXPECT_TRUE(FusedSoftmaxApplies(s));
   EXPECT_DOUBLE_EQ(OpKernels(ATTENTION, FORWARD, s), 2 + 1 + 1);
   EXPECT_DOUBLE_EQ(OpKernels(ATTENTION, BACKWARD, s), 4 + 1 + 1);
-  // Per score, the PyTorch path costs more than the fused kernel's (twice the scores here).
-  EXPECT_GT(torch_path, cost.AttentionTime(FORWARD, s) / AttentionWorkOf(s).score_elements);
   s.tp = 4;
   s.micro_batch = 1;
   EXPECT_TRUE(FusedSoftmaxApplies(s));
-  s.model.set_seq_len(8192);  // beyond the kernel's 4,096 keys
+  // At 128 keys or fewer the kernel takes twice the batches per block: 4 is not enough there.
+  s.model.set_seq_len(128);
   EXPECT_FALSE(FusedSoftmaxApplies(s));
-  // The SC '21 release's kernel took any batch count.
-  s.model.set_seq_len(1024);
-  s.tp = 8;
-  s.softmax_batch_multiple = 1;
+  s.micro_batch = 2;
   EXPECT_TRUE(FusedSoftmaxApplies(s));
+  // Keys the kernel never takes, whatever the stack: beyond 4,096, 16 or fewer, not a multiple of 4.
+  for (int keys : {8192, 16, 1022}) {
+    s.model.set_seq_len(keys);
+    s.softmax_batch_multiple = 1;
+    EXPECT_FALSE(FusedSoftmaxApplies(s)) << keys;
+  }
 }
 
 TEST(CostModel, UnfusedElementwiseMakesTwoPasses) {

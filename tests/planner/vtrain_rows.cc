@@ -30,7 +30,7 @@ Result<std::vector<ReferenceRun>> VtrainRuns(const std::vector<CsvRow>& rows) {
     auto v = [&r](const char* col) { return r.at(col); };
     const int gpus = std::atoi(v("# GPUs").c_str());
     const std::string text =
-        "name: \"vtrain-" + std::to_string(i + 1) + "\"\n"
+        "name: \"vtrain-" + std::to_string(i) + "\"\n"
         "stack: \"megatron-deepspeed\"\n"
         "cluster { gpu: \"A100\" num_gpus: " + v("# GPUs") + " gpus_per_node: " +
         std::to_string(gpus < 8 ? gpus : 8) + " fabric: NONBLOCKING nvlink_gbytes_per_s: 150 }\n"

@@ -1,7 +1,8 @@
 // The rows of ../shared/reference/vtrain-single-node-a100.csv (vTrain's 1,440 measured single-node
 // A100 iterations) as scenarios, by the fixed rules bench/vtrain_check.py states (no per-row knob):
 // stack "megatron-deepspeed", full recompute, 1F1B, ZeRO 0, GPT-2's vocabulary, one node of up to
-// 8 GPUs at 150 GB/s. For the calibration tests and their joint fit only.
+// 8 GPUs at 150 GB/s (scenario() there: a change to one is a change to both). For the
+// calibration tests and their joint fit only.
 #pragma once
 
 #include <string>
