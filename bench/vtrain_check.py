@@ -2,7 +2,8 @@
 """The planner against vTrain's 1,440 measured single-node A100 runs (issue 18's narrow shapes).
 
 ../shared/reference/vtrain-single-node-a100.csv (its README gives the stack): each row becomes a
-scenario by fixed rules, no per-row knob: stack "megatron-deepspeed" (fused element-wise kernels,
+scenario by fixed rules (bench/vtrain_scenario.tmpl, which tests/planner/vtrain_rows.cc reads too),
+no per-row knob: stack "megatron-deepspeed" (fused element-wise kernels,
 no FlashAttention, nothing overlapped: the DP all-reduce after the backward, i.e. no gradient
 buckets), full activation recomputation, 1F1B, no ZeRO, GPT-2's vocabulary, one A100 node of up to
 8 GPUs with 150 GB/s inside it (what vTrain's configs state). `megascale plan --json` predicts the
@@ -33,6 +34,7 @@ import csv
 import json
 import os
 import statistics
+import string
 import subprocess
 import sys
 import tempfile
@@ -41,21 +43,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSV = os.path.join(ROOT, "..", "shared", "reference", "vtrain-single-node-a100.csv")
 
 
-def scenario(row, i, knobs=None):
-    """The row's scenario; `knobs` (layout.kernels fields: launch_us, micro_batch_host_us) override
-    the stack's."""
+TEMPLATE = os.path.join(ROOT, "bench", "vtrain_scenario.tmpl")
+
+
+def scenario_fields(row, i):
+    """The template's fields for row `i` (tests/planner/vtrain_rows.cc fills the same ones)."""
     gpus = int(row["# GPUs"])
+    return {"index": i, "gpus": gpus, "gpus_per_node": min(gpus, 8), "layers": row["# layers"],
+            "hidden": row["hidden size"], "heads": row["attention heads"], "seq": row["sequence length"],
+            "global_batch": row["global batch"], "micro_batch": row["micro batch"],
+            "tp": row["tensor parallelism"], "pp": row["pipeline parallelism"], "dp": row["data parallelism"]}
+
+
+def scenario(row, i, knobs=None):
+    """The row's scenario, by bench/vtrain_scenario.tmpl's rules; `knobs` (layout.kernels fields:
+    launch_us, micro_batch_host_us) override the stack's."""
     set_ = " ".join(f"{k}: {v}" for k, v in (knobs or {}).items() if v is not None)
-    kernels = f"kernels {{ {set_} }} " if set_ else ""
-    return f'''name: "vtrain-{i}"
-stack: "megatron-deepspeed"
-cluster {{ gpu: "A100" num_gpus: {gpus} gpus_per_node: {min(gpus, 8)} fabric: NONBLOCKING nvlink_gbytes_per_s: 150 }}
-model {{ layers: {row["# layers"]} hidden: {row["hidden size"]} heads: {row["attention heads"]}
-        seq_len: {row["sequence length"]} vocab: 50257 }}
-training {{ global_batch: {row["global batch"]} micro_batch: {row["micro batch"]} }}
-layout {{ tp: {row["tensor parallelism"]} pp: {row["pipeline parallelism"]} dp: {row["data parallelism"]}
-         {kernels}zero_stage: 0 recompute: RECOMPUTE_FULL schedule: ONE_F_ONE_B }}
-'''
+    with open(TEMPLATE) as f:
+        template = string.Template(f.read())
+    return template.substitute(scenario_fields(row, i), kernels=f"kernels {{ {set_} }} " if set_ else "")
 
 
 def predict(binary, folder, i, row, knobs=None):

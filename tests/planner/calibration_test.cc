@@ -33,6 +33,8 @@ const char kCsvPath[] = MEGASCALE_SOURCE_DIR "/../shared/reference/calibration.c
 const char kCsvCopy[] = MEGASCALE_SOURCE_DIR "/tests/planner/data/calibration.csv";
 const char kVtrainPath[] = MEGASCALE_SOURCE_DIR "/../shared/reference/vtrain-single-node-a100.csv";
 const char kVtrainCopy[] = MEGASCALE_SOURCE_DIR "/tests/planner/data/vtrain-single-node-a100.csv";
+// The rules that make a vTrain row a scenario, shared with bench/vtrain_check.py.
+const char kVtrainTemplate[] = MEGASCALE_SOURCE_DIR "/bench/vtrain_scenario.tmpl";
 
 // The rows, or an empty list when neither file is there.
 std::vector<testing::ReferenceRun> LoadRuns() {
@@ -49,7 +51,11 @@ std::vector<testing::ReferenceRun> LoadVtrainRuns(size_t every = 1) {
   Result<std::vector<testing::CsvRow>> rows = testing::ReadReferenceCsv(kVtrainPath, kVtrainCopy);
   EXPECT_TRUE(rows.ok()) << rows.status().message();
   if (!rows.ok() || rows->empty()) return {};
-  Result<std::vector<testing::ReferenceRun>> runs = testing::VtrainRuns(*rows);
+  std::ifstream in(kVtrainTemplate);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_TRUE(in.good() && !text.str().empty()) << kVtrainTemplate << ": missing or empty";
+  Result<std::vector<testing::ReferenceRun>> runs = testing::VtrainRuns(*rows, text.str());
   EXPECT_TRUE(runs.ok()) << runs.status().message();
   if (!runs.ok()) return {};
   std::vector<testing::ReferenceRun> out;
