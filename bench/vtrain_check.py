@@ -31,6 +31,7 @@ Usage: bench/vtrain_check.py [--binary build/megascale] [--every N] [--jobs 2] [
 import argparse
 import concurrent.futures
 import csv
+import functools
 import json
 import os
 import statistics
@@ -55,13 +56,18 @@ def scenario_fields(row, i):
             "tp": row["tensor parallelism"], "pp": row["pipeline parallelism"], "dp": row["data parallelism"]}
 
 
+@functools.lru_cache(maxsize=1)
+def template():
+    """bench/vtrain_scenario.tmpl, read once."""
+    with open(TEMPLATE) as f:
+        return string.Template(f.read())
+
+
 def scenario(row, i, knobs=None):
     """The row's scenario, by bench/vtrain_scenario.tmpl's rules; `knobs` (layout.kernels fields:
     launch_us, micro_batch_host_us) override the stack's."""
     set_ = " ".join(f"{k}: {v}" for k, v in (knobs or {}).items() if v is not None)
-    with open(TEMPLATE) as f:
-        template = string.Template(f.read())
-    return template.substitute(scenario_fields(row, i), kernels=f"kernels {{ {set_} }} " if set_ else "")
+    return template().substitute(scenario_fields(row, i), kernels=f"kernels {{ {set_} }} " if set_ else "")
 
 
 def predict(binary, folder, i, row, knobs=None):

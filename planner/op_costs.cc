@@ -170,10 +170,11 @@ std::vector<GemmDims> OpGemms(OpKind kind, Phase phase, const OpShape& shape) {
 bool FusedSoftmaxApplies(const OpShape& shape) {
   const int64_t keys = shape.model.seq_len();
   if (keys <= 16 || keys > 4096 || keys % 4 != 0) return false;
+  if (shape.softmax_batch_multiple <= 1) return true;  // a stack that does not check the count
   // The kernel's batches per block double at 128 keys or fewer (two rows per warp).
-  const int64_t multiple = std::max(shape.softmax_batch_multiple, 1) * (keys <= 128 ? 2 : 1);
+  const int64_t multiple = shape.softmax_batch_multiple * (keys <= 128 ? 2 : 1);
   const auto batches = static_cast<int64_t>(std::llround(AttentionWorkOf(shape).batch_heads));
-  return shape.softmax_batch_multiple <= 1 || batches % multiple == 0;
+  return batches % multiple == 0;
 }
 
 ScorePasses UnfusedScorePasses(Phase phase, const OpShape& shape) {

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/atomic_file.h"
 #include "planner/calibration.h"
 #include "planner/plan_builder.h"
 #include "planner/plan_with_constants.h"
@@ -46,21 +47,17 @@ std::vector<testing::ReferenceRun> LoadRuns() {
   return runs.ok() ? *runs : std::vector<testing::ReferenceRun>{};
 }
 
-// vTrain's single-node rows (every `every`th), or an empty list when neither file is there.
-std::vector<testing::ReferenceRun> LoadVtrainRuns(size_t every = 1) {
+// vTrain's single-node rows, or an empty list when neither file is there.
+std::vector<testing::ReferenceRun> LoadVtrainRuns() {
   Result<std::vector<testing::CsvRow>> rows = testing::ReadReferenceCsv(kVtrainPath, kVtrainCopy);
   EXPECT_TRUE(rows.ok()) << rows.status().message();
   if (!rows.ok() || rows->empty()) return {};
-  std::ifstream in(kVtrainTemplate);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_TRUE(in.good() && !text.str().empty()) << kVtrainTemplate << ": missing or empty";
-  Result<std::vector<testing::ReferenceRun>> runs = testing::VtrainRuns(*rows, text.str());
+  Result<std::string> text = ReadFile(kVtrainTemplate);
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  if (!text.ok()) return {};
+  Result<std::vector<testing::ReferenceRun>> runs = testing::VtrainRuns(*rows, *text);
   EXPECT_TRUE(runs.ok()) << runs.status().message();
-  if (!runs.ok()) return {};
-  std::vector<testing::ReferenceRun> out;
-  for (size_t i = 0; i < runs->size(); i += every) out.push_back((*runs)[i]);
-  return out;
+  return runs.ok() ? *runs : std::vector<testing::ReferenceRun>{};
 }
 
 struct RowResult {
@@ -391,7 +388,7 @@ TEST(Calibration, DISABLED_FitJointly) {
 // beside the stored fit's (every source in it) shows what a fit only memorises. A GPU type whose
 // rows come from one source has no fold. The A100's sources include vTrain's single-node file,
 // fitted jointly with calibration.csv (FitJointly's objective): with it held out, the eager stacks'
-// host costs have no other source and keep their stored values, which were fitted on it, so that
+// host costs have no other source and keep the stack preset's values, which were fitted on it, so that
 // fold shows how the GPU's constants carry over, not the host costs. Slow (a fit per fold), hence
 // disabled:
 //   planner_tests --gtest_also_run_disabled_tests --gtest_filter='*LeaveOneSourceOut*'
