@@ -9,9 +9,9 @@ less time than the host takes to launch them (planner/layer_ops.h). micro_batch_
 host's work per micro-batch at each end of the pipeline (the batch, the loss) that the GPU waits
 for (kEagerMicroBatchHostUs). Only the single-node file
 (../shared/reference/vtrain-single-node-a100.csv) constrains it: the multi-node rows of
-calibration.csv run per-GPU ops far longer than any launch (their fit is
-tests/planner/calibration_test.cc's DISABLED_FitCalibration; DISABLED_FitJointly fits both host
-costs with the A100's constants over both files at once, in-process and faster than this).
+calibration.csv run per-GPU ops far longer than any launch. `megascale fit` fits both host costs
+with the A100's constants over both files at once, in-process and faster than this; what this
+adds is the held-out TP degrees and hidden sizes within vTrain's file.
 
 It minimises the MAPE of the iteration time over the knob by golden-section search, then refits
 with each TP degree held out and with each hidden size held out and prints the held-out group's

@@ -2,7 +2,7 @@
 """The planner against vTrain's 1,440 measured single-node A100 runs (issue 18's narrow shapes).
 
 ../shared/reference/vtrain-single-node-a100.csv (its README gives the stack): each row becomes a
-scenario by fixed rules (bench/vtrain_scenario.tmpl, which tests/planner/vtrain_rows.cc reads too),
+scenario by fixed rules (bench/vtrain_scenario.tmpl, which planner/vtrain_runs.cc compiles in),
 no per-row knob: stack "megatron-deepspeed" (fused element-wise kernels,
 no FlashAttention, nothing overlapped: the DP all-reduce after the backward, i.e. no gradient
 buckets), full activation recomputation, 1F1B, no ZeRO, GPT-2's vocabulary, one A100 node of up to
@@ -48,7 +48,7 @@ TEMPLATE = os.path.join(ROOT, "bench", "vtrain_scenario.tmpl")
 
 
 def scenario_fields(row, i):
-    """The template's fields for row `i` (tests/planner/vtrain_rows.cc fills the same ones)."""
+    """The template's fields for row `i` (planner/vtrain_runs.cc fills the same ones)."""
     gpus = int(row["# GPUs"])
     return {"index": i, "gpus": gpus, "gpus_per_node": min(gpus, 8), "layers": row["# layers"],
             "hidden": row["hidden size"], "heads": row["attention heads"], "seq": row["sequence length"],

@@ -197,6 +197,18 @@ int Main(int argc, char** argv) {
   cal_cmd->add_option("--base", cal.base, "With --trace: the calibration file whose measured rates to keep");
   cal_cmd->add_flag("-q,--quiet", cal.quiet, "No progress lines on stderr");
 
+  FitArgs fit;
+  auto* fit_cmd = app.add_subcommand(
+      "fit", "Fit the cost model's per-GPU constants on published measured runs and print their error, "
+             "held-out sources too (--loso)");
+  fit_cmd->add_option("--reference", fit.reference,
+                      "Folder with calibration.csv and/or vtrain-single-node-a100.csv (default ../shared/reference; "
+                      "the repository keeps copies in tests/planner/data)");
+  fit_cmd->add_option("--gpu", fit.gpu, "Fit this GPU type's constants only (A100 or H100; default: every one with rows)");
+  fit_cmd->add_flag("--loso", fit.loso, "Also leave one source out: fit without each source and predict it (minutes)");
+  fit_cmd->add_option("--threads", fit.threads, "Plans built at once (default: the machine's cores)");
+  fit_cmd->add_flag("-q,--quiet", fit.quiet, "No progress lines on stderr");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -223,6 +235,7 @@ int Main(int argc, char** argv) {
   else if (*cmp_cmd) status = RunCompare(cmp);
   else if (*ettr_cmd) status = RunEttr(ettr);
   else if (*val_cmd) status = RunValidate(val);
+  else if (*fit_cmd) status = RunFit(fit);
   else if (*launch_cmd) status = RunLaunch(launch);
   else if (*cal_cmd) {
     status = RunCalibrate(cal);

@@ -75,6 +75,19 @@ struct EttrArgs {
 };
 Status RunEttr(const EttrArgs& args);
 
+struct FitArgs {
+  std::string reference = "../shared/reference";  // calibration.csv, vtrain-single-node-a100.csv
+  std::string gpu;      // one stored calibration ("A100", "H100"); empty: every one with rows
+  bool loso = false;    // leave one source out too (a fit per source: minutes)
+  int threads = 0;      // plans built at once; 0: the machine's cores
+  bool quiet = false;   // no progress lines on stderr
+};
+// Fits the cost model's per-GPU constants on the published runs of the reference folder and
+// prints them beside the stored ones, each file's error under both, and with --loso each held-out
+// source's error (planner/reference_fit.h). Writes nothing: a fit is stored by hand in
+// planner/calibration.cc, after review.
+Status RunFit(const FitArgs& args);
+
 struct CalibrateArgs {
   std::vector<std::string> scenarios;  // the shapes to time; each needs the launcher's rank count
   std::string out = "calibration.textproto";

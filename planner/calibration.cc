@@ -4,15 +4,15 @@ namespace megascale {
 namespace {
 
 // THE calibration data. The first six figures of each entry (gemm_efficiency .. step_overhead_s,
-// except A100's attention_efficiency) are fitted by tests/planner/calibration_test.cc, starting
-// from the previous values (docs/calibration.md has the procedure and the residuals):
-//  * A100: DISABLED_FitJointly, one objective over both reference files that hold A100 runs:
+// except A100's attention_efficiency) are fitted by `megascale fit` (planner/reference_fit.h),
+// starting from the previous values (docs/calibration.md has the procedure and the residuals):
+//  * A100: one objective over both reference files that hold A100 runs:
 //    calibration.csv's 19 fitted rows and vTrain's 1,440 single-node rows, each file weighing
 //    the same (refitted 2026-11-28). vTrain's short steps pin step_overhead_s at 3 ms (they pay
 //    1-5 ms a step), which calibration.csv alone leaves free (its refits said 25-95 ms: a fixed
 //    per-step cost is under 1 % of its seconds-long steps). The same fit moves the eager stacks'
 //    layout.kernels.micro_batch_host_us to 1,550 us; the preset keeps 1,250 (stack_presets.cc);
-//  * H100: DISABLED_FitCalibration on its 9 rows of calibration.csv; it keeps its values from
+//  * H100: its 9 rows of calibration.csv; it keeps its values from
 //    before the 2026-11-26 refit (its rows stay within 10 %).
 // network_efficiency sits at the fit's bound, 0.95 (NCCL's bus bandwidth over InfiniBand stays
 // under the line rate).

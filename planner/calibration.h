@@ -1,6 +1,7 @@
 // The cost model's calibration: one set of constants per GPU type, stored as data in one place
-// (planner/calibration.cc), fitted only on ../shared/reference/calibration.csv rows of that GPU
-// (docs/calibration.md says how; tests/planner/calibration_test.cc prints the fit).
+// (planner/calibration.cc), fitted only on the rows of that GPU in ../shared/reference's run files
+// (calibration.csv; for the A100 also vTrain's single-node file) by `megascale fit`
+// (planner/reference_fit.h; docs/calibration.md says how).
 //
 // Two kinds of figures live here:
 //  * fitted: the few efficiencies the reference runs pin down (GEMM and attention efficiency
@@ -22,7 +23,7 @@ namespace megascale {
 struct GpuCalibration {
   std::string gpu;  // catalogue name: A100, A800, H100, H800, H200
 
-  // --- fitted on calibration.csv (rows of this GPU type only) ---
+  // --- fitted on the reference runs (rows of this GPU type only) ---
   // Achieved fraction of peak of a large, well-shaped bf16 GEMM (enough big tiles to fill the SMs).
   double gemm_efficiency = 0.75;
   // Achieved fraction of peak of the fused attention kernel (FlashAttention-2 class) against the

@@ -1,5 +1,5 @@
 // BuildPlan with explicit cost-model constants instead of the GPU type's calibration: for fitting
-// the calibration (tests/planner/calibration_test.cc) and for what-if studies of a constant.
+// the calibration (planner/reference_fit.h) and for what-if studies of a constant.
 #pragma once
 
 #include "base/status.h"

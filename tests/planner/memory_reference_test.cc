@@ -9,16 +9,15 @@
 
 #include "planner/memory.h"
 #include "planner/schedule.h"
-#include "tests/planner/calibration_rows.h"
+#include "tests/planner/reference_files.h"
 
 namespace megascale {
 namespace {
 
-const char kCsvPath[] = MEGASCALE_SOURCE_DIR "/../shared/reference/measured-memory.csv";
-const char kCsvCopy[] = MEGASCALE_SOURCE_DIR "/tests/planner/data/measured-memory.csv";
+const char kCsvFile[] = "measured-memory.csv";
 
-int Int(const testing::CsvRow& r, const char* col) { return std::atoi(r.at(col).c_str()); }
-bool Bool(const testing::CsvRow& r, const char* col) { return r.at(col) == "true"; }
+int Int(const CsvRow& r, const char* col) { return std::atoi(r.at(col).c_str()); }
+bool Bool(const CsvRow& r, const char* col) { return r.at(col) == "true"; }
 
 struct Row {
   std::string label;
@@ -30,7 +29,7 @@ struct Row {
   bool deepspeed = false;
 };
 
-Row RowOf(const testing::CsvRow& r) {
+Row RowOf(const CsvRow& r) {
   Row row;
   ModelSpec& m = row.model;
   m.set_layers(Int(r, "layers"));
@@ -66,11 +65,11 @@ Row RowOf(const testing::CsvRow& r) {
 }
 
 std::vector<Row> LoadRows() {
-  Result<std::vector<testing::CsvRow>> rows = testing::ReadReferenceCsv(kCsvPath, kCsvCopy);
+  Result<std::vector<CsvRow>> rows = testing::ReadReferenceCsv(kCsvFile);
   EXPECT_TRUE(rows.ok()) << rows.status().message();
   std::vector<Row> out;
   if (rows.ok()) {
-    for (const testing::CsvRow& r : *rows) out.push_back(RowOf(r));
+    for (const CsvRow& r : *rows) out.push_back(RowOf(r));
   }
   return out;
 }

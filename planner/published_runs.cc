@@ -1,7 +1,8 @@
-#include "tests/planner/calibration_rows.h"
+#include "planner/published_runs.h"
 
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <map>
 #include <sstream>
 
 #include "planner/memory.h"
@@ -9,8 +10,53 @@
 #include "planner/schedule.h"
 #include "planner/validate.h"
 
-namespace megascale::testing {
+namespace megascale {
 namespace {
+
+// "calibration.csv row 3 (GPT-1.7B)": rows count from 1 after the header.
+std::string RowName(const std::string& what, size_t i, const CsvRow& r) {
+  auto model = r.find("model");
+  return what + " row " + std::to_string(i + 1) + (model != r.end() && !model->second.empty() ? " (" + model->second + ")" : "");
+}
+
+// The numeric columns: whole numbers, and the measurements (any number); an empty cell is unstated.
+constexpr const char* kWholeColumns[] = {"layers", "hidden", "heads", "kv_heads", "ffn", "seq_len", "vocab",
+                                         "num_gpus", "tp", "pp", "dp", "vp", "micro_batch", "global_batch"};
+constexpr const char* kNumberColumns[] = {"measured_tflops_per_gpu", "measured_mfu", "measured_iter_time_s"};
+
+// Every column there, every numeric cell a number (>= 0; whole where it counts), so that the rules
+// below read cells without failing.
+Status CheckRow(const CsvRow& r, const std::string& row) {
+  for (const std::string& col : PublishedRunColumns()) {
+    if (!r.count(col)) return Status::InvalidInput(row + ": no column \"" + col + "\" (the header must name it)");
+  }
+  auto check = [&](const char* col, bool whole) -> Status {
+    const std::string& v = r.at(col);
+    if (v.empty()) return Status::Ok();
+    char* end = nullptr;
+    errno = 0;
+    const double x = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end != '\0' || errno != 0 || !(x >= 0) || (whole && x != static_cast<int64_t>(x)) ||
+        (whole && x > 1e9)) {
+      return Status::InvalidInput(row + ": " + col + " = \"" + v + "\": must be " +
+                                  (whole ? "a whole number >= 0" : "a number >= 0") + " or empty (unstated)");
+    }
+    return Status::Ok();
+  };
+  for (const char* col : kWholeColumns) MS_RETURN_IF_ERROR(check(col, true));
+  for (const char* col : kNumberColumns) MS_RETURN_IF_ERROR(check(col, false));
+  for (const char* col : {"num_gpus", "layers", "hidden", "global_batch"}) {
+    if (std::atof(r.at(col).c_str()) <= 0) {
+      return Status::InvalidInput(row + ": " + col + " = \"" + r.at(col) + "\": must be stated and > 0 (no rule fills it)");
+    }
+  }
+  return Status::Ok();
+}
+
+// `s` with `row` before its message (the row a rule or the scenario's validation failed on).
+Status InRow(const std::string& row, const Status& s) {
+  return s.ok() ? s : Status::InvalidInput(row + ": " + s.message());
+}
 
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -152,66 +198,21 @@ Result<double> MeasuredSeconds(const CsvRow& r, const Scenario& s, Measure* how)
     return ModelFlopsPerStep(s.model(), batch) /
            (n * s.cluster().peak_tflops() * 1e12 * Num(r, "measured_mfu"));
   }
-  return Status::InvalidInput("row '" + r.at("model") + "' has no measurement");
+  return Status::InvalidInput("no measurement: measured_iter_time_s, measured_tflops_per_gpu and measured_mfu are all empty");
 }
 
 }  // namespace
 
-Result<std::vector<CsvRow>> ParseCsv(const std::string& text) {
-  std::vector<std::vector<std::string>> records(1, std::vector<std::string>(1));
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    std::string& field = records.back().back();
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      records.back().emplace_back();
-    } else if (c == '\n') {
-      records.emplace_back(1);
-    } else if (c != '\r') {
-      field += c;
-    }
-  }
-  if (quoted) return Status::InvalidInput("calibration.csv: unterminated quoted field");
-  while (!records.empty() && records.back().size() == 1 && records.back()[0].empty()) {
-    records.pop_back();
-  }
-  if (records.empty()) return Status::InvalidInput("calibration.csv: no header");
-  const std::vector<std::string> header = records[0];
-  std::vector<CsvRow> rows;
-  for (size_t i = 1; i < records.size(); ++i) {
-    if (records[i].size() != header.size()) {
-      return Status::InvalidInput("calibration.csv line " + std::to_string(i + 1) + ": " +
-                                  std::to_string(records[i].size()) + " fields, header has " +
-                                  std::to_string(header.size()));
-    }
-    CsvRow row;
-    for (size_t j = 0; j < header.size(); ++j) row[header[j]] = records[i][j];
-    rows.push_back(row);
-  }
-  return rows;
+const std::vector<std::string>& PublishedRunColumns() {
+  static const std::vector<std::string> kColumns = {
+      "source", "model", "layers", "hidden", "heads", "kv_heads", "ffn", "seq_len", "vocab", "gpu", "num_gpus",
+      "tp", "pp", "dp", "vp", "micro_batch", "global_batch", "recompute", "seq_parallel",
+      "measured_tflops_per_gpu", "measured_mfu", "measured_iter_time_s", "notes"};
+  return kColumns;
 }
 
-Result<std::vector<CsvRow>> ReadReferenceCsv(const std::string& shared, const std::string& copy) {
-  std::ifstream in(shared);
-  if (!in) in.open(copy);
-  if (!in) return std::vector<CsvRow>{};
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseCsv(text.str());
-}
-
-Result<std::vector<ReferenceRun>> ReferenceRuns(const std::vector<CsvRow>& rows) {
+Result<std::vector<PublishedRun>> PublishedRuns(const std::vector<CsvRow>& rows, const std::string& what) {
+  for (size_t i = 0; i < rows.size(); ++i) MS_RETURN_IF_ERROR(CheckRow(rows[i], RowName(what, i, rows[i])));
   // Rule: rows without TP/PP take them from a row of the same model, GPU type and stack that
   // states them (or states DP: PP = n / (8 x DP)) and whose TP x PP divides this row's GPUs.
   std::map<std::string, std::vector<std::pair<int, int>>> stated;
@@ -224,8 +225,10 @@ Result<std::vector<ReferenceRun>> ReferenceRuns(const std::vector<CsvRow>& rows)
       stated[key].push_back({tp, Int(r, "num_gpus") / (tp * Int(r, "dp"))});
     }
   }
-  std::vector<ReferenceRun> runs;
-  for (const CsvRow& r : rows) {
+  std::vector<PublishedRun> runs;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const CsvRow& r = rows[i];
+    const std::string row = RowName(what, i, rows[i]);
     const Stack st = StackOf(r);
     Scenario s;
     s.set_name("calibration");
@@ -252,16 +255,20 @@ Result<std::vector<ReferenceRun>> ReferenceRuns(const std::vector<CsvRow>& rows)
     }
     if (pp == 0) {
       Scenario probe = s;
-      MS_ASSIGN_OR_RETURN(Scenario resolved_probe, [&]() -> Result<Scenario> {
-        probe.mutable_layout()->set_tp(tp);
-        probe.mutable_layout()->set_pp(1);
-        probe.mutable_layout()->set_dp(n / tp);
-        probe.mutable_training()->set_global_batch(n / tp);
-        return ResolveScenario(probe);
-      }());
+      probe.mutable_layout()->set_tp(tp);
+      probe.mutable_layout()->set_pp(1);
+      probe.mutable_layout()->set_dp(n / tp);
+      probe.mutable_training()->set_global_batch(n / tp);
+      Result<Scenario> resolved_or = ResolveScenario(probe);  // SmallestFittingPp's REQUIRES
+      if (!resolved_or.ok()) return InRow(row, resolved_or.status());
+      Scenario resolved_probe = *resolved_or;
       resolved_probe.mutable_training()->set_global_batch(Int(r, "global_batch"));
       pp = SmallestFittingPp(resolved_probe, tp);
-      if (pp == 0) return Status::InvalidInput("row '" + r.at("model") + "': no PP fits");
+      if (pp == 0) return Status::InvalidInput(row + ": pp is unstated and no PP dividing the layers fits the memory rule");
+    }
+    if (tp <= 0 || pp <= 0 || n % (tp * pp) != 0) {
+      return Status::InvalidInput(row + ": tp " + std::to_string(tp) + " x pp " + std::to_string(pp) +
+                                  " must divide num_gpus " + std::to_string(n));
     }
     const int dp = n / (tp * pp);
     LayoutSpec& l = *s.mutable_layout();
@@ -274,9 +281,11 @@ Result<std::vector<ReferenceRun>> ReferenceRuns(const std::vector<CsvRow>& rows)
     const int vp = Int(r, "vp") > 0 ? Int(r, "vp") : VirtualStagesRule();
     l.set_virtual_stages(vp);
     l.set_schedule(vp > 1 ? INTERLEAVED_1F1B : ONE_F_ONE_B);
-    MS_ASSIGN_OR_RETURN(Scenario resolved, ResolveScenario(s));
+    Result<Scenario> resolved_or = ResolveScenario(s);
+    if (!resolved_or.ok()) return InRow(row, resolved_or.status());
+    const Scenario& resolved = *resolved_or;
 
-    ReferenceRun run;
+    PublishedRun run;
     std::ostringstream label, layout;
     label << r.at("model").substr(0, r.at("model").find(' ')) << (st.zero3 ? " ZeRO-3" : "")
           << " @" << n << " " << resolved.cluster().gpu();
@@ -287,7 +296,10 @@ Result<std::vector<ReferenceRun>> ReferenceRuns(const std::vector<CsvRow>& rows)
     run.source = r.at("source");
     run.layout = layout.str();
     run.scenario = resolved;
-    MS_ASSIGN_OR_RETURN(run.measured_s, MeasuredSeconds(r, resolved, &run.measure));
+    Result<double> measured = MeasuredSeconds(r, resolved, &run.measure);
+    if (!measured.ok()) return InRow(row, measured.status());
+    run.measured_s = *measured;
+    if (!(run.measured_s > 0)) return Status::InvalidInput(row + ": the measurement gives no positive iteration time");
     run.in_mape = run.measure != Measure::kMfuEndpoint;
     run.fit_row = run.in_mape && microbatches * s.model().layers() <= 30000;
     runs.push_back(run);
@@ -295,4 +307,4 @@ Result<std::vector<ReferenceRun>> ReferenceRuns(const std::vector<CsvRow>& rows)
   return runs;
 }
 
-}  // namespace megascale::testing
+}  // namespace megascale

@@ -1,0 +1,18 @@
+#include "tests/planner/reference_files.h"
+
+#include <filesystem>
+
+namespace megascale::testing {
+
+std::string SharedReferencePath(const std::string& file) {
+  return MEGASCALE_SOURCE_DIR "/../shared/reference/" + file;
+}
+
+Result<std::vector<CsvRow>> ReadReferenceCsv(const std::string& file) {
+  for (const std::string& path : {SharedReferencePath(file), MEGASCALE_SOURCE_DIR "/tests/planner/data/" + file}) {
+    if (std::filesystem::exists(path)) return ReadCsvFile(path);
+  }
+  return std::vector<CsvRow>{};
+}
+
+}  // namespace megascale::testing
