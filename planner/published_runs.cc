@@ -13,6 +13,10 @@
 namespace megascale {
 namespace {
 
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 // "calibration.csv row 3 (GPT-1.7B)": rows count from 1 after the header.
 std::string RowName(const std::string& what, size_t i, const CsvRow& r) {
   auto model = r.find("model");
@@ -45,6 +49,11 @@ Status CheckRow(const CsvRow& r, const std::string& row) {
   };
   for (const char* col : kWholeColumns) MS_RETURN_IF_ERROR(check(col, true));
   for (const char* col : kNumberColumns) MS_RETURN_IF_ERROR(check(col, false));
+  // The cluster rules know DGX A100 and DGX H100 nodes (ClusterOf).
+  if (!Has(r.at("gpu"), "A100") && !Has(r.at("gpu"), "H100")) {
+    return Status::InvalidInput(row + ": gpu = \"" + r.at("gpu") + "\": must name an A100 or an H100 (the rules " +
+                                "build DGX A100 and DGX H100 clusters)");
+  }
   for (const char* col : {"num_gpus", "layers", "hidden", "global_batch"}) {
     if (std::atof(r.at(col).c_str()) <= 0) {
       return Status::InvalidInput(row + ": " + col + " = \"" + r.at(col) + "\": must be stated and > 0 (no rule fills it)");
@@ -58,9 +67,6 @@ Status InRow(const std::string& row, const Status& s) {
   return s.ok() ? s : Status::InvalidInput(row + ": " + s.message());
 }
 
-bool Has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 int Int(const CsvRow& r, const std::string& col) {
   const std::string& v = r.at(col);
   return v.empty() ? 0 : std::atoi(v.c_str());

@@ -13,6 +13,10 @@ const char kHeader[] =
     "source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq_len,vocab,gpu,num_gpus,tp,pp,dp,cp,vp,"
     "micro_batch,global_batch,recompute,seq_parallel,measured_tflops_per_gpu,measured_mfu,measured_iter_time_s,notes\n";
 
+const char kVtrainHeader[] =
+    "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"
+    "data parallelism,pipeline parallelism,iteration time (ms)\n";
+
 Result<std::vector<PublishedRun>> Runs(const std::string& rows) {
   MS_ASSIGN_OR_RETURN(const std::vector<CsvRow> parsed, ParseCsv(kHeader + rows, "my.csv"));
   return PublishedRuns(parsed, "my.csv");
@@ -64,6 +68,9 @@ TEST(PublishedRuns, AMalformedRowIsOneMessageNamingRowColumnAndValue) {
        "my.csv row 1 (GPT): num_gpus = \"0\": must be stated and > 0 (no rule fills it)"},
       {"src,GPT,1,24,2304,24,,,2048,51200,A100,32,1,2,,,,,512,,,,,,\n",
        "my.csv row 1 (GPT): no measurement: measured_iter_time_s, measured_tflops_per_gpu and measured_mfu are all empty"},
+      {"src,GPT,1,24,2304,24,,,2048,51200,V100,32,1,2,,,,,512,,,,,12.5,\n",
+       "my.csv row 1 (GPT): gpu = \"V100\": must name an A100 or an H100 (the rules build DGX A100 and DGX H100 "
+       "clusters)"},
       {"src,GPT,1,24,2304,24,,,2048,51200,A100,32,4,16,,,,,512,,,,,12.5,\n",
        "my.csv row 1 (GPT): tp 4 x pp 16 must divide num_gpus 32"},
   };
@@ -81,10 +88,7 @@ TEST(PublishedRuns, AMalformedRowIsOneMessageNamingRowColumnAndValue) {
 }
 
 TEST(VtrainRuns, ARowFillsTheCompiledTemplate) {
-  Result<std::vector<CsvRow>> rows = ParseCsv(
-      "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"
-      "data parallelism,pipeline parallelism,iteration time (ms)\n8,32,4,1024,16,24,1024,2,2,2,219.7\n",
-      "v.csv");
+  Result<std::vector<CsvRow>> rows = ParseCsv(std::string(kVtrainHeader) + "8,32,4,1024,16,24,1024,2,2,2,219.7\n", "v.csv");
   ASSERT_TRUE(rows.ok());
   Result<std::vector<PublishedRun>> runs = VtrainRuns(*rows, "v.csv");
   ASSERT_TRUE(runs.ok()) << runs.status().message();
@@ -102,10 +106,7 @@ TEST(VtrainRuns, ARowFillsTheCompiledTemplate) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("${nope}"), std::string::npos);
   // A bad time is named with its row.
-  Result<std::vector<CsvRow>> zero = ParseCsv(
-      "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"
-      "data parallelism,pipeline parallelism,iteration time (ms)\n8,32,4,1024,16,24,1024,2,2,2,0\n",
-      "v.csv");
+  Result<std::vector<CsvRow>> zero = ParseCsv(std::string(kVtrainHeader) + "8,32,4,1024,16,24,1024,2,2,2,0\n", "v.csv");
   ASSERT_TRUE(zero.ok());
   Result<std::vector<PublishedRun>> z = VtrainRuns(*zero, "v.csv");
   ASSERT_FALSE(z.ok());
