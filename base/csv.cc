@@ -1,5 +1,10 @@
 #include "base/csv.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include "base/atomic_file.h"
 
 namespace megascale {
@@ -57,6 +62,46 @@ Result<std::vector<CsvRow>> ParseCsv(const std::string& text, const std::string&
 Result<std::vector<CsvRow>> ReadCsvFile(const std::string& path) {
   MS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return ParseCsv(text, path);
+}
+
+namespace {
+
+Result<const std::string*> Cell(const CsvRow& r, const std::string& col, const std::string& row) {
+  auto it = r.find(col);
+  if (it == r.end()) return Status::InvalidInput(row + ": no column \"" + col + "\" (the header must name it)");
+  return &it->second;
+}
+
+}  // namespace
+
+Result<int64_t> CsvWhole(const CsvRow& r, const std::string& col, const std::string& row, int64_t min, int64_t max,
+                         int64_t unstated) {
+  MS_ASSIGN_OR_RETURN(const std::string* v, Cell(r, col, row));
+  if (v->empty()) return unstated;
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v->c_str(), &end, 10);
+  if (end == v->c_str() || *end != '\0' || errno != 0 || x < min || x > max) {
+    return Status::InvalidInput(row + ": " + col + " = \"" + *v + "\": must be a whole number in [" +
+                                std::to_string(min) + ", " + std::to_string(max) + "] or empty (unstated)");
+  }
+  return static_cast<int64_t>(x);
+}
+
+Result<double> CsvNumber(const CsvRow& r, const std::string& col, const std::string& row, double above,
+                         double unstated) {
+  MS_ASSIGN_OR_RETURN(const std::string* v, Cell(r, col, row));
+  if (v->empty()) return unstated;
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(v->c_str(), &end);
+  if (end == v->c_str() || *end != '\0' || errno != 0 || !std::isfinite(x) || !(x > above)) {
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%g", above);
+    return Status::InvalidInput(row + ": " + col + " = \"" + *v + "\": must be a finite number > " + bound +
+                                " or empty (unstated)");
+  }
+  return x;
 }
 
 }  // namespace megascale

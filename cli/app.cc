@@ -205,6 +205,8 @@ int Main(int argc, char** argv) {
                       "Folder with calibration.csv and/or vtrain-single-node-a100.csv (default ../shared/reference; "
                       "the repository keeps copies in tests/planner/data)");
   fit_cmd->add_option("--gpu", fit.gpu, "Fit this GPU type's constants only (A100 or H100; default: every one with rows)");
+  fit_cmd->add_option("--file", fit.files,
+                      "Fit on this file of the folder only (calibration.csv or vtrain-single-node-a100.csv; repeatable)");
   fit_cmd->add_flag("--loso", fit.loso, "Also leave one source out: fit without each source and predict it (minutes)");
   fit_cmd->add_option("--threads", fit.threads, "Plans built at once (default: the machine's cores)");
   fit_cmd->add_flag("-q,--quiet", fit.quiet, "No progress lines on stderr");

@@ -24,8 +24,10 @@ constexpr char kVtrainFile[] = "vtrain-single-node-a100.csv";
 // One reference file's rows, by the rules of its kind; none when the folder does not hold it.
 Result<std::vector<PublishedRun>> LoadFile(const std::string& folder, const std::string& file) {
   const std::string path = (std::filesystem::path(folder) / file).string();
-  if (!std::filesystem::exists(path)) return std::vector<PublishedRun>{};
+  std::error_code ec;  // an unreadable folder is the reader's NotFound below, not an exception
+  if (!std::filesystem::exists(path, ec)) return std::vector<PublishedRun>{};
   MS_ASSIGN_OR_RETURN(const std::vector<CsvRow> rows, ReadCsvFile(path));
+  if (rows.empty()) return Status::InvalidInput(path + ": no rows under its header line");
   return file == kVtrainFile ? VtrainRuns(rows, path) : PublishedRuns(rows, path);
 }
 
@@ -83,7 +85,7 @@ Status PrintFiles(const std::vector<RowSet>& sets, const ConstantsFit& fit, int 
   return Status::Ok();
 }
 
-void PrintFolds(const std::string& gpu, const std::vector<SourceFold>& folds) {
+void PrintFolds(const std::string& gpu, const std::vector<RowSet>& sets, const std::vector<SourceFold>& folds) {
   std::printf("\n%s, leave one source out: each source's rows predicted by the constants fitted without it\n",
               gpu.c_str());
   std::printf("  %-62s %5s %15s %12s %9s\n", "held-out source", "rows", "without it", "with it", "stored");
@@ -91,22 +93,49 @@ void PrintFolds(const std::string& gpu, const std::vector<SourceFold>& folds) {
   for (const SourceFold& f : folds) {
     std::printf("  %-62s %5zu %14.2f%% %11.2f%% %8.2f%%\n", f.source.substr(0, 62).c_str(), f.held.size(),
                 100 * f.mape_without, 100 * f.mape_with, 100 * f.mape_stored);
+    for (size_t i = 0; i < f.held.size() && f.held.size() <= 30; ++i) {
+      std::printf("    %-28s held out %+6.1f%%  with it %+6.1f%%  stored %+6.1f%%\n", f.held[i].label.c_str(),
+                  100 * f.without[i].error, 100 * f.with[i].error, 100 * f.stored[i].error);
+    }
     sum += f.mape_without;
   }
-  if (!folds.empty()) {
-    std::printf("  held-out MAPE %.2f%%, the mean over %zu sources (each weighing the same)\n",
-                100 * sum / folds.size(), folds.size());
+  // Per file, its sources' held-out MAPE weighted by their rows: the file's own figure.
+  for (const RowSet& set : sets) {
+    double rows = 0, without = 0, with = 0, stored = 0;
+    for (const SourceFold& f : folds) {
+      const bool in_set = std::any_of(set.runs.begin(), set.runs.end(),
+                                      [&](const PublishedRun& r) { return r.source == f.source; });
+      if (!in_set) continue;
+      rows += f.held.size();
+      without += f.mape_without * f.held.size();
+      with += f.mape_with * f.held.size();
+      stored += f.mape_stored * f.held.size();
+    }
+    if (rows > 0) {
+      std::printf("  %-62s %5.0f %14.2f%% %11.2f%% %8.2f%%\n", (set.name + ", its sources' rows").c_str(), rows,
+                  100 * without / rows, 100 * with / rows, 100 * stored / rows);
+    }
   }
+  std::printf("  held-out MAPE %.2f%%, the mean over %zu sources (each weighing the same)\n", 100 * sum / folds.size(),
+              folds.size());
 }
 
 }  // namespace
 
 Status RunFit(const FitArgs& args) {
-  if (!std::filesystem::is_directory(args.reference)) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(args.reference, ec)) {
     return Status::NotFound("--reference " + args.reference + ": no such folder (the reference files' folder, " +
                             "e.g. ../shared/reference or the repository's tests/planner/data)");
   }
-  if (args.threads < 0) return Status::BadField("--threads", std::to_string(args.threads), "must be >= 0 (0: every core)");
+  if (args.threads < 0 || args.threads > 1024) {
+    return Status::BadField("--threads", std::to_string(args.threads), "must be in [0, 1024] (0: every core)");
+  }
+  for (const std::string& f : args.files) {
+    if (f != kPublishedFile && f != kVtrainFile) {
+      return Status::BadField("--file", f, std::string("must be ") + kPublishedFile + " or " + kVtrainFile);
+    }
+  }
   const std::vector<GpuCalibration>& stored_all = AllCalibrations();
   std::string names;
   for (const GpuCalibration& c : stored_all) names += (names.empty() ? "" : ", ") + c.gpu;
@@ -123,6 +152,7 @@ Status RunFit(const FitArgs& args) {
   std::map<std::string, std::vector<RowSet>> by_gpu;
   int files = 0;
   for (const char* file : {kPublishedFile, kVtrainFile}) {
+    if (!args.files.empty() && std::find(args.files.begin(), args.files.end(), file) == args.files.end()) continue;
     MS_ASSIGN_OR_RETURN(const std::vector<PublishedRun> runs, LoadFile(args.reference, file));
     if (runs.empty()) continue;
     ++files;
@@ -137,8 +167,10 @@ Status RunFit(const FitArgs& args) {
     }
   }
   if (files == 0) {
-    return Status::NotFound("--reference " + args.reference + ": holds neither " + kPublishedFile + " nor " +
-                            kVtrainFile + " (../shared/reference/README.md says what they hold)");
+    return Status::NotFound("--reference " + args.reference + ": holds " +
+                            (args.files.empty() ? std::string("neither ") + kPublishedFile + " nor " + kVtrainFile
+                                                : "none of the --file names") +
+                            " (../shared/reference/README.md says what they hold)");
   }
   bool fitted_any = false;
   for (const GpuCalibration& stored : stored_all) {
@@ -157,23 +189,31 @@ Status RunFit(const FitArgs& args) {
     }
     std::printf(", from the stored constants\n");
     std::fflush(stdout);
+    const bool any_fit_row = std::any_of(sets.begin(), sets.end(), [](const RowSet& s) {
+      return std::any_of(s.runs.begin(), s.runs.end(), [](const PublishedRun& r) { return r.fit_row; });
+    });
+    if (!any_fit_row) {
+      std::printf("%s: no row to fit on (every row is an MFU endpoint or too large a plan): not fitted\n",
+                  stored.gpu.c_str());
+      continue;
+    }
     Result<ConstantsFit> fit = FitConstants(sets, stored, options);
     if (!fit.ok()) return Status::InvalidInput(stored.gpu + ": " + fit.status().message());
     fitted_any = true;
     PrintKnobs(*fit);
     MS_RETURN_IF_ERROR(PrintFiles(sets, *fit, threads));
     if (args.loso) {
-      MS_ASSIGN_OR_RETURN(const std::vector<SourceFold> folds, LeaveOneSourceOut(sets, stored, options));
+      MS_ASSIGN_OR_RETURN(const std::vector<SourceFold> folds, LeaveOneSourceOut(sets, stored, *fit, options));
       if (folds.empty()) {
         std::printf("\n%s: all rows from one source: no fold to leave out\n", stored.gpu.c_str());
       } else {
-        PrintFolds(stored.gpu, folds);
+        PrintFolds(stored.gpu, sets, folds);
       }
     }
     std::fflush(stdout);
   }
   if (!fitted_any) {
-    return Status::InvalidInput("--reference " + args.reference + ": no rows of " +
+    return Status::InvalidInput("--reference " + args.reference + ": no rows to fit of " +
                                 (args.gpu.empty() ? "any stored GPU type (" + names + ")" : args.gpu));
   }
   std::printf("\nThe stored constants live in planner/calibration.cc; a fit is stored there by hand, after review "

@@ -1,6 +1,7 @@
 #include "planner/published_runs.h"
 
-#include <cerrno>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -23,41 +24,30 @@ std::string RowName(const std::string& what, size_t i, const CsvRow& r) {
   return what + " row " + std::to_string(i + 1) + (model != r.end() && !model->second.empty() ? " (" + model->second + ")" : "");
 }
 
-// The numeric columns: whole numbers, and the measurements (any number); an empty cell is unstated.
-constexpr const char* kWholeColumns[] = {"layers", "hidden", "heads", "kv_heads", "ffn", "seq_len", "vocab",
-                                         "num_gpus", "tp", "pp", "dp", "vp", "micro_batch", "global_batch"};
-constexpr const char* kNumberColumns[] = {"measured_tflops_per_gpu", "measured_mfu", "measured_iter_time_s"};
-
-// Every column there, every numeric cell a number (>= 0; whole where it counts), so that the rules
-// below read cells without failing.
+// Every column there, every numeric cell a number in its range (tp, pp, dp, vp at most the GPUs),
+// a measurement > 0 and finite, so that the rules below read cells (Int, Num) without failing and
+// their products stay within int64.
 Status CheckRow(const CsvRow& r, const std::string& row) {
   for (const std::string& col : PublishedRunColumns()) {
     if (!r.count(col)) return Status::InvalidInput(row + ": no column \"" + col + "\" (the header must name it)");
   }
-  auto check = [&](const char* col, bool whole) -> Status {
-    const std::string& v = r.at(col);
-    if (v.empty()) return Status::Ok();
-    char* end = nullptr;
-    errno = 0;
-    const double x = std::strtod(v.c_str(), &end);
-    if (end == v.c_str() || *end != '\0' || errno != 0 || !(x >= 0) || (whole && x != static_cast<int64_t>(x)) ||
-        (whole && x > 1e9)) {
-      return Status::InvalidInput(row + ": " + col + " = \"" + v + "\": must be " +
-                                  (whole ? "a whole number >= 0" : "a number >= 0") + " or empty (unstated)");
-    }
-    return Status::Ok();
-  };
-  for (const char* col : kWholeColumns) MS_RETURN_IF_ERROR(check(col, true));
-  for (const char* col : kNumberColumns) MS_RETURN_IF_ERROR(check(col, false));
+  MS_ASSIGN_OR_RETURN(const int64_t gpus, CsvWhole(r, "num_gpus", row, 1, 10'000'000, -1));
+  if (gpus < 0) return Status::InvalidInput(row + ": num_gpus is empty: must be stated (no rule fills it)");
+  for (const char* col : {"layers", "hidden", "global_batch"}) {
+    MS_ASSIGN_OR_RETURN(const int64_t v, CsvWhole(r, col, row, 1, 1'000'000'000, -1));
+    if (v < 0) return Status::InvalidInput(row + ": " + col + " is empty: must be stated (no rule fills it)");
+  }
+  for (const char* col : {"heads", "kv_heads", "ffn", "seq_len", "vocab", "micro_batch"}) {
+    MS_RETURN_IF_ERROR(CsvWhole(r, col, row, 0, 1'000'000'000).status());
+  }
+  for (const char* col : {"tp", "pp", "dp", "vp"}) MS_RETURN_IF_ERROR(CsvWhole(r, col, row, 0, gpus).status());
+  for (const char* col : {"measured_tflops_per_gpu", "measured_mfu", "measured_iter_time_s"}) {
+    MS_RETURN_IF_ERROR(CsvNumber(r, col, row, 0).status());
+  }
   // The cluster rules know DGX A100 and DGX H100 nodes (ClusterOf).
   if (!Has(r.at("gpu"), "A100") && !Has(r.at("gpu"), "H100")) {
     return Status::InvalidInput(row + ": gpu = \"" + r.at("gpu") + "\": must name an A100 or an H100 (the rules " +
                                 "build DGX A100 and DGX H100 clusters)");
-  }
-  for (const char* col : {"num_gpus", "layers", "hidden", "global_batch"}) {
-    if (std::atof(r.at(col).c_str()) <= 0) {
-      return Status::InvalidInput(row + ": " + col + " = \"" + r.at(col) + "\": must be stated and > 0 (no rule fills it)");
-    }
   }
   return Status::Ok();
 }
@@ -67,10 +57,12 @@ Status InRow(const std::string& row, const Status& s) {
   return s.ok() ? s : Status::InvalidInput(row + ": " + s.message());
 }
 
+// A cell CheckRow accepted (a decimal integer in int's range), or 0 where it is empty.
 int Int(const CsvRow& r, const std::string& col) {
   const std::string& v = r.at(col);
   return v.empty() ? 0 : std::atoi(v.c_str());
 }
+// A measurement CheckRow accepted, or 0 where it is empty.
 double Num(const CsvRow& r, const std::string& col) {
   const std::string& v = r.at(col);
   return v.empty() ? 0 : std::atof(v.c_str());
@@ -159,7 +151,7 @@ std::string Key(const CsvRow& r) {
 int SmallestFittingPp(const Scenario& base, int tp) {
   const ModelSpec& m = base.model();
   const int n = base.cluster().num_gpus();
-  for (int pp = 1; pp <= m.layers(); ++pp) {
+  for (int pp = 1; pp <= m.layers() && int64_t{tp} * pp <= n; ++pp) {
     if (m.layers() % pp != 0 || n % (tp * pp) != 0) continue;
     const int dp = n / (tp * pp);
     if (base.training().global_batch() % (static_cast<int64_t>(dp) * base.training().micro_batch()))
@@ -228,7 +220,8 @@ Result<std::vector<PublishedRun>> PublishedRuns(const std::vector<CsvRow>& rows,
     if (Int(r, "pp") > 0) {
       stated[key].push_back({tp, Int(r, "pp")});
     } else if (Int(r, "dp") > 0) {
-      stated[key].push_back({tp, Int(r, "num_gpus") / (tp * Int(r, "dp"))});
+      const int64_t pp = Int(r, "num_gpus") / (int64_t{tp} * Int(r, "dp"));
+      if (pp >= 1) stated[key].push_back({tp, static_cast<int>(pp)});
     }
   }
   std::vector<PublishedRun> runs;
@@ -249,10 +242,14 @@ Result<std::vector<PublishedRun>> PublishedRuns(const std::vector<CsvRow>& rows,
     // else the same model's stated split, else the smallest PP that fits in memory.
     int tp = Int(r, "tp") > 0 ? Int(r, "tp") : 8;
     int pp = Int(r, "pp");
-    if (pp == 0 && Int(r, "dp") > 0) pp = n / (tp * Int(r, "dp"));
+    if (Int(r, "dp") > 0 && n % (int64_t{tp} * Int(r, "dp")) != 0) {
+      return Status::InvalidInput(row + ": tp " + std::to_string(tp) + " x dp " + std::to_string(Int(r, "dp")) +
+                                  " must divide num_gpus " + std::to_string(n));
+    }
+    if (pp == 0 && Int(r, "dp") > 0) pp = static_cast<int>(n / (int64_t{tp} * Int(r, "dp")));
     if (pp == 0) {
       for (const auto& [t, p] : stated[Key(r) + (st.zero3 ? "/zero3" : "")]) {
-        if (n % (t * p) == 0) {
+        if (n % (int64_t{t} * p) == 0) {
           tp = t;
           pp = p;
           break;
@@ -272,11 +269,11 @@ Result<std::vector<PublishedRun>> PublishedRuns(const std::vector<CsvRow>& rows,
       pp = SmallestFittingPp(resolved_probe, tp);
       if (pp == 0) return Status::InvalidInput(row + ": pp is unstated and no PP dividing the layers fits the memory rule");
     }
-    if (tp <= 0 || pp <= 0 || n % (tp * pp) != 0) {
+    if (tp <= 0 || pp <= 0 || n % (int64_t{tp} * pp) != 0) {
       return Status::InvalidInput(row + ": tp " + std::to_string(tp) + " x pp " + std::to_string(pp) +
                                   " must divide num_gpus " + std::to_string(n));
     }
-    const int dp = n / (tp * pp);
+    const int dp = static_cast<int>(n / (int64_t{tp} * pp));
     LayoutSpec& l = *s.mutable_layout();
     l.set_tp(tp);
     l.set_pp(pp);
@@ -305,7 +302,9 @@ Result<std::vector<PublishedRun>> PublishedRuns(const std::vector<CsvRow>& rows,
     Result<double> measured = MeasuredSeconds(r, resolved, &run.measure);
     if (!measured.ok()) return InRow(row, measured.status());
     run.measured_s = *measured;
-    if (!(run.measured_s > 0)) return Status::InvalidInput(row + ": the measurement gives no positive iteration time");
+    if (!(run.measured_s > 0) || !std::isfinite(run.measured_s)) {
+      return Status::InvalidInput(row + ": the measurement gives no finite positive iteration time");
+    }
     run.in_mape = run.measure != Measure::kMfuEndpoint;
     run.fit_row = run.in_mape && microbatches * s.model().layers() <= 30000;
     runs.push_back(run);

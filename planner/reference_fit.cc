@@ -135,6 +135,9 @@ Result<ConstantsFit> FitConstants(const std::vector<RowSet>& all_sets, const Gpu
     }
   }
   if (rows == 0) return Status::InvalidInput("fit: no row to fit on (every row is held out or outside the MAPE)");
+  if (options.halvings < 1 || options.halvings > 20 || options.max_sweeps < 1 || options.threads < 1) {
+    return Status::InvalidInput("fit: options out of range (halvings 1..20, max_sweeps >= 1, threads >= 1)");
+  }
   struct Knob {
     const char* name;
     double* value;
@@ -205,7 +208,7 @@ Result<ConstantsFit> FitConstants(const std::vector<RowSet>& all_sets, const Gpu
 }
 
 Result<std::vector<SourceFold>> LeaveOneSourceOut(const std::vector<RowSet>& sets, const GpuCalibration& stored,
-                                                  const FitOptions& options) {
+                                                  const ConstantsFit& everything, const FitOptions& options) {
   std::set<std::string> sources;
   for (const RowSet& s : sets) {
     for (const PublishedRun& r : s.runs) {
@@ -215,8 +218,6 @@ Result<std::vector<SourceFold>> LeaveOneSourceOut(const std::vector<RowSet>& set
   if (sources.size() < 2) return std::vector<SourceFold>{};  // no source leaves another to fit on
   FitOptions quiet = options;
   quiet.progress = nullptr;  // one line per fold, not per sweep
-  if (options.progress) options.progress(stored.gpu + ": fitting on every source (the in-sample figure)");
-  MS_ASSIGN_OR_RETURN(const ConstantsFit everything, FitConstants(sets, stored, quiet));
   std::vector<SourceFold> folds;
   int done = 0;
   for (const std::string& source : sources) {

@@ -94,7 +94,8 @@ struct ConstantsFit {
 };
 
 // Fits `start`'s constants (one GPU type's: every run must be of it) on `sets`' rows in the fit
-// (PublishedRun::fit_row). REQUIRES: some set has a fit row.
+// (PublishedRun::fit_row). InvalidInput where no set has a fit row, or for options out of range
+// (halvings 1..20, max_sweeps >= 1, threads >= 1).
 Result<ConstantsFit> FitConstants(const std::vector<RowSet>& sets, const GpuCalibration& start,
                                   const FitOptions& options);
 
@@ -115,7 +116,8 @@ struct SourceFold {
 // (PublishedRun::source) that leaves fit rows elsewhere, the constants fitted on the other
 // sources' rows predict the held-out source's. A fit that memorises shows as a held-out MAPE well
 // above the in-sample one. No folds where the rows come from one source.
+// `everything` is FitConstants(sets, stored, options): the in-sample fit each fold stands beside.
 Result<std::vector<SourceFold>> LeaveOneSourceOut(const std::vector<RowSet>& sets, const GpuCalibration& stored,
-                                                  const FitOptions& options);
+                                                  const ConstantsFit& everything, const FitOptions& options);
 
 }  // namespace megascale

@@ -65,30 +65,28 @@ Result<std::vector<PublishedRun>> VtrainRuns(const std::vector<CsvRow>& rows, co
     const CsvRow& r = rows[i];
     const std::string where = what + " row " + std::to_string(i + 1);
     std::map<std::string, std::string> fields = {{"index", std::to_string(i)}, {"kernels", ""}};
+    // Every cell a whole number before it is pasted into the template (a cell such as "2 #" would
+    // otherwise comment out the rest of its line there), and the time a finite number > 0.
     for (const auto& [field, col] : Columns()) {
-      auto it = r.find(col);
-      if (it == r.end() || it->second.empty()) {
-        return Status::InvalidInput(where + ": column \"" + col + "\" is missing or empty");
-      }
-      fields[field] = it->second;
+      MS_ASSIGN_OR_RETURN(const int64_t v, CsvWhole(r, col, where, 1, 1'000'000'000, -1));
+      if (v < 0) return Status::InvalidInput(where + ": " + col + " is empty: must be stated");
+      fields[field] = std::to_string(v);
     }
+    MS_ASSIGN_OR_RETURN(const double ms, CsvNumber(r, kTimeColumn, where, 0, -1));
+    if (ms < 0) return Status::InvalidInput(where + ": " + std::string(kTimeColumn) + " is empty: must be stated");
     const int gpus = std::atoi(fields["gpus"].c_str());
     fields["gpus_per_node"] = std::to_string(gpus < 8 ? gpus : 8);
     MS_ASSIGN_OR_RETURN(std::string text, Fill(template_text, fields));
     MS_ASSIGN_OR_RETURN(Scenario parsed, ParseScenario(text, where));
-    MS_ASSIGN_OR_RETURN(Scenario resolved, ResolveScenario(parsed));
+    Result<Scenario> resolved = ResolveScenario(parsed);
+    if (!resolved.ok()) return Status::InvalidInput(where + ": " + resolved.status().message());
     PublishedRun run;
     run.label = "vTrain " + fields["tp"] + "x" + fields["pp"] + "x" + fields["dp"] + " h" + fields["hidden"] + " L" +
                 fields["layers"] + " mb" + fields["micro_batch"] + "/" + fields["global_batch"];
     run.source = kVtrainSource;
-    run.scenario = resolved;
+    run.scenario = *resolved;
     run.layout = "tp" + fields["tp"] + " pp" + fields["pp"] + " dp" + fields["dp"] + " mb" + fields["micro_batch"];
-    auto time = r.find(kTimeColumn);
-    run.measured_s = time == r.end() ? 0 : std::atof(time->second.c_str()) / 1000;
-    if (!(run.measured_s > 0)) {
-      return Status::InvalidInput(where + ": " + kTimeColumn + " = " + (time == r.end() ? "(missing)" : time->second) +
-                                  ": must be a positive number");
-    }
+    run.measured_s = ms / 1000;
     out.push_back(std::move(run));
   }
   return out;

@@ -57,6 +57,7 @@ TEST(FitCli, BadInputIsOneClearLine) {
   const std::string bad_cell =
       Folder("cell", std::string(kHeader) +
                          "src,GPT-small,0.3,8,1024,16,,,1024,51200,A100,8,two,1,,,,4,16,,,,,0.30,\n");
+  const std::string header_only = Folder("header", kHeader);
   const std::string empty = ::testing::TempDir() + "/fit_" + std::to_string(::getpid()) + "_empty";
   std::filesystem::create_directories(empty);
   struct Case {
@@ -66,8 +67,11 @@ TEST(FitCli, BadInputIsOneClearLine) {
       {"fit --reference " + empty + "/none", "--reference " + empty + "/none: no such folder"},
       {"fit --reference " + empty, "holds neither calibration.csv nor vtrain-single-node-a100.csv"},
       {"fit --gpu V100 --reference " + good, "--gpu = V100: must name a stored calibration (A100, H100)"},
-      {"fit --gpu H100 --reference " + good, "no rows of H100"},
-      {"fit --threads -1 --reference " + good, "--threads = -1: must be >= 0"},
+      {"fit --gpu H100 --reference " + good, "no rows to fit of H100"},
+      {"fit --file other.csv --reference " + good, "--file = other.csv: must be calibration.csv or vtrain-single-node-a100.csv"},
+      {"fit --file vtrain-single-node-a100.csv --reference " + good, "holds none of the --file names"},
+      {"fit --reference " + header_only, "calibration.csv: no rows under its header line"},
+      {"fit --threads -1 --reference " + good, "--threads = -1: must be in [0, 1024]"},
       {"fit --reference " + bad_cell, "calibration.csv row 1 (GPT-small): tp = \"two\": must be a whole number"},
   };
   for (const Case& c : cases) {

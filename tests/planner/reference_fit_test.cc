@@ -78,8 +78,10 @@ TEST(ReferenceFit, LeavingASourceOutExposesOneNoSharedConstantExplains) {
   FitOptions options;
   options.threads = 2;
   // Both sources from the same constants: each is predicted from the other within 1 %.
-  Result<std::vector<SourceFold>> same =
-      LeaveOneSourceOut({RowSet{"planted.csv", Measured(Runs(), Planted()), true}}, CalibrationFor("A100"), options);
+  const std::vector<RowSet> same_sets = {RowSet{"planted.csv", Measured(Runs(), Planted()), true}};
+  Result<ConstantsFit> same_fit = FitConstants(same_sets, CalibrationFor("A100"), options);
+  ASSERT_TRUE(same_fit.ok()) << same_fit.status().message();
+  Result<std::vector<SourceFold>> same = LeaveOneSourceOut(same_sets, CalibrationFor("A100"), *same_fit, options);
   ASSERT_TRUE(same.ok()) << same.status().message();
   ASSERT_EQ(same->size(), 2u);
   for (const SourceFold& f : *same) {
@@ -88,9 +90,11 @@ TEST(ReferenceFit, LeavingASourceOutExposesOneNoSharedConstantExplains) {
   }
   // Source B's runs 30 % slower than the constants say: held out, it is ~30 % off (nothing in A
   // says it), where the fit on both, which splits the difference, is closer.
-  Result<std::vector<SourceFold>> split = LeaveOneSourceOut(
-      {RowSet{"planted.csv", Measured(Runs(), Planted(), "Narayanan et al. 2021 B", 1.3), true}},
-      CalibrationFor("A100"), options);
+  const std::vector<RowSet> split_sets = {
+      RowSet{"planted.csv", Measured(Runs(), Planted(), "Narayanan et al. 2021 B", 1.3), true}};
+  Result<ConstantsFit> split_fit = FitConstants(split_sets, CalibrationFor("A100"), options);
+  ASSERT_TRUE(split_fit.ok()) << split_fit.status().message();
+  Result<std::vector<SourceFold>> split = LeaveOneSourceOut(split_sets, CalibrationFor("A100"), *split_fit, options);
   ASSERT_TRUE(split.ok()) << split.status().message();
   ASSERT_EQ(split->size(), 2u);
   const SourceFold& b = (*split)[1];
