@@ -24,7 +24,7 @@ constexpr char kVtrainFile[] = "vtrain-single-node-a100.csv";
 // One reference file's rows, by the rules of its kind; none when the folder does not hold it.
 Result<std::vector<PublishedRun>> LoadFile(const std::string& folder, const std::string& file) {
   const std::string path = (std::filesystem::path(folder) / file).string();
-  std::error_code ec;  // an unreadable folder is the reader's NotFound below, not an exception
+  std::error_code ec;  // a folder it may not list reads as one without the file, not an exception
   if (!std::filesystem::exists(path, ec)) return std::vector<PublishedRun>{};
   MS_ASSIGN_OR_RETURN(const std::vector<CsvRow> rows, ReadCsvFile(path));
   if (rows.empty()) return Status::InvalidInput(path + ": no rows under its header line");
