@@ -19,16 +19,14 @@ namespace megascale::cli {
 namespace {
 
 constexpr char kPublishedFile[] = "calibration.csv";
-constexpr char kVtrainFile[] = "vtrain-single-node-a100.csv";
+constexpr const char* kVtrainFile = kVtrainFileName;
 
 // One reference file's rows, by the rules of its kind; none when the folder does not hold it.
 Result<std::vector<PublishedRun>> LoadFile(const std::string& folder, const std::string& file) {
   const std::string path = (std::filesystem::path(folder) / file).string();
   std::error_code ec;  // a folder it may not list reads as one without the file, not an exception
   if (!std::filesystem::exists(path, ec)) return std::vector<PublishedRun>{};
-  MS_ASSIGN_OR_RETURN(const std::vector<CsvRow> rows, ReadCsvFile(path));
-  if (rows.empty()) return Status::InvalidInput(path + ": no rows under its header line");
-  return file == kVtrainFile ? VtrainRuns(rows, path) : PublishedRuns(rows, path);
+  return ReadPublishedRunFile(path);
 }
 
 int MapeRows(const std::vector<PublishedRun>& runs) {

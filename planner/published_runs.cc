@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 #include "planner/metrics.h"
 #include "planner/schedule.h"
 #include "planner/validate.h"
+#include "planner/vtrain_runs.h"
 
 namespace megascale {
 namespace {
@@ -310,6 +312,13 @@ Result<std::vector<PublishedRun>> PublishedRuns(const std::vector<CsvRow>& rows,
     runs.push_back(run);
   }
   return runs;
+}
+
+Result<std::vector<PublishedRun>> ReadPublishedRunFile(const std::string& path) {
+  MS_ASSIGN_OR_RETURN(const std::vector<CsvRow> rows, ReadCsvFile(path));
+  if (rows.empty()) return Status::InvalidInput(path + ": no rows under its header line");
+  const bool vtrain = std::filesystem::path(path).filename() == kVtrainFileName;
+  return vtrain ? VtrainRuns(rows, path) : PublishedRuns(rows, path);
 }
 
 }  // namespace megascale

@@ -46,4 +46,9 @@ const std::vector<std::string>& PublishedRunColumns();
 // row without a measurement or one whose layout no rule can complete.
 Result<std::vector<PublishedRun>> PublishedRuns(const std::vector<CsvRow>& rows, const std::string& what);
 
+// A reference file's rows by the rules its name says: vTrain's (planner/vtrain_runs.h) for
+// vtrain-single-node-a100.csv, else PublishedRuns. NotFound for a missing file; InvalidInput for
+// one with no rows under its header, or as the rules say.
+Result<std::vector<PublishedRun>> ReadPublishedRunFile(const std::string& path);
+
 }  // namespace megascale

@@ -14,6 +14,9 @@
 
 namespace megascale {
 
+// The file's name in ../shared/reference (ReadPublishedRunFile picks these rules by it).
+inline constexpr const char kVtrainFileName[] = "vtrain-single-node-a100.csv";
+
 // The source every vTrain row carries (PublishedRun::source), for leave-one-source-out.
 inline constexpr const char kVtrainSource[] = "vTrain (MICRO '24), single-node A100 ground truth";
 

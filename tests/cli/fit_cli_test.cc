@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/planner/calibration_csv_header.h"
+
 #include "tests/cli/cli_runner.h"
 
 namespace megascale {
@@ -12,9 +14,7 @@ namespace {
 
 using testing::RunCli;
 
-const char kHeader[] =
-    "source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq_len,vocab,gpu,num_gpus,tp,pp,dp,cp,vp,"
-    "micro_batch,global_batch,recompute,seq_parallel,measured_tflops_per_gpu,measured_mfu,measured_iter_time_s,notes\n";
+constexpr const char* kHeader = testing::kCalibrationCsvHeader;
 
 // A folder of this test's own holding `csv` as calibration.csv; removed with the test's temp dir.
 std::string Folder(const std::string& name, const std::string& csv) {

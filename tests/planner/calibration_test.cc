@@ -23,27 +23,17 @@ namespace megascale {
 namespace {
 
 const char kCsvFile[] = "calibration.csv";
-const char kVtrainFile[] = "vtrain-single-node-a100.csv";
 
-// The rows, or an empty list when neither file is there.
-std::vector<PublishedRun> LoadRuns() {
-  Result<std::vector<CsvRow>> rows = testing::ReadReferenceCsv(kCsvFile);
-  EXPECT_TRUE(rows.ok()) << rows.status().message();
-  if (!rows.ok() || rows->empty()) return {};
-  Result<std::vector<PublishedRun>> runs = PublishedRuns(*rows, kCsvFile);
+// A reference file's rows, or an empty list when neither copy of it is there.
+std::vector<PublishedRun> Load(const std::string& file) {
+  const std::string path = testing::ReferencePath(file);
+  if (path.empty()) return {};
+  Result<std::vector<PublishedRun>> runs = ReadPublishedRunFile(path);
   EXPECT_TRUE(runs.ok()) << runs.status().message();
   return runs.ok() ? *runs : std::vector<PublishedRun>{};
 }
-
-// vTrain's single-node rows, or an empty list when neither file is there.
-std::vector<PublishedRun> LoadVtrainRuns() {
-  Result<std::vector<CsvRow>> rows = testing::ReadReferenceCsv(kVtrainFile);
-  EXPECT_TRUE(rows.ok()) << rows.status().message();
-  if (!rows.ok() || rows->empty()) return {};
-  Result<std::vector<PublishedRun>> runs = VtrainRuns(*rows, kVtrainFile);
-  EXPECT_TRUE(runs.ok()) << runs.status().message();
-  return runs.ok() ? *runs : std::vector<PublishedRun>{};
-}
+std::vector<PublishedRun> LoadRuns() { return Load(kCsvFile); }
+std::vector<PublishedRun> LoadVtrainRuns() { return Load(kVtrainFileName); }
 
 // Every run's prediction under the stored calibration, two plans at once.
 std::vector<RunPrediction> Predict(const std::vector<PublishedRun>& runs) {
@@ -108,7 +98,7 @@ TEST(Calibration, ConstantsDependOnlyOnTheGpuType) {
 // (docs/calibration.md, "Narrow shapes").
 TEST(Calibration, PredictsVtrainsSingleNodeRuns) {
   const std::vector<PublishedRun> runs = LoadVtrainRuns();
-  if (runs.empty()) GTEST_SKIP() << "no vTrain data at " << testing::SharedReferencePath(kVtrainFile);
+  if (runs.empty()) GTEST_SKIP() << "no vTrain data at " << testing::SharedReferencePath(kVtrainFileName);
   const std::vector<RunPrediction> res = Predict(runs);
   const double mape = Mape(runs, res);
   int beyond = 0;

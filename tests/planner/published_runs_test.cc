@@ -4,14 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/planner/calibration_csv_header.h"
+
 #include "planner/vtrain_runs.h"
 
 namespace megascale {
 namespace {
 
-const char kHeader[] =
-    "source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq_len,vocab,gpu,num_gpus,tp,pp,dp,cp,vp,"
-    "micro_batch,global_batch,recompute,seq_parallel,measured_tflops_per_gpu,measured_mfu,measured_iter_time_s,notes\n";
+constexpr const char* kHeader = testing::kCalibrationCsvHeader;
 
 const char kVtrainHeader[] =
     "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"

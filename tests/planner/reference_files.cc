@@ -8,11 +8,11 @@ std::string SharedReferencePath(const std::string& file) {
   return MEGASCALE_SOURCE_DIR "/../shared/reference/" + file;
 }
 
-Result<std::vector<CsvRow>> ReadReferenceCsv(const std::string& file) {
+std::string ReferencePath(const std::string& file) {
   for (const std::string& path : {SharedReferencePath(file), MEGASCALE_SOURCE_DIR "/tests/planner/data/" + file}) {
-    if (std::filesystem::exists(path)) return ReadCsvFile(path);
+    if (std::filesystem::exists(path)) return path;
   }
-  return std::vector<CsvRow>{};
+  return "";
 }
 
 }  // namespace megascale::testing

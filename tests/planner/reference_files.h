@@ -4,17 +4,13 @@
 #pragma once
 
 #include <string>
-#include <vector>
-
-#include "base/csv.h"
-#include "base/status.h"
 
 namespace megascale::testing {
 
-// `file`'s rows from ../shared/reference, else from tests/planner/data; no rows when neither has it.
-Result<std::vector<CsvRow>> ReadReferenceCsv(const std::string& file);
+// `file` in ../shared/reference, else in tests/planner/data; empty when neither has it.
+std::string ReferencePath(const std::string& file);
 
-// Where ReadReferenceCsv looks first, for skip messages.
+// Where ReferencePath looks first, for skip messages.
 std::string SharedReferencePath(const std::string& file);
 
 }  // namespace megascale::testing

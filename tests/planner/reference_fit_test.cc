@@ -7,12 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/planner/calibration_csv_header.h"
+
 namespace megascale {
 namespace {
 
-const char kHeader[] =
-    "source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq_len,vocab,gpu,num_gpus,tp,pp,dp,cp,vp,"
-    "micro_batch,global_batch,recompute,seq_parallel,measured_tflops_per_gpu,measured_mfu,measured_iter_time_s,notes\n";
+constexpr const char* kHeader = testing::kCalibrationCsvHeader;
 
 // Small single-node runs of the 2021 Megatron stack (nothing overlapped, no network: the GEMM
 // efficiency and the per-step overhead are what sets their times), from two sources, with a step
