@@ -14,29 +14,43 @@
 namespace megascale {
 namespace {
 
-// Keeps the header and the events of the chosen steps, reduced to what a step graph needs.
+// Keeps the header and the events of the chosen steps, reduced to what a step graph needs, and
+// where each rank ended the step before each of them (StepGraph::Build's previous_end).
 class StepCollector : public TraceSink {
  public:
   StepCollector(const std::vector<int>& steps, OpTypeIndex* types) : types_(types) {
-    for (size_t i = 0; i < steps.size(); ++i) slot_[steps[i]] = static_cast<int>(i);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      slot_[steps[i]] = static_cast<int>(i);
+      if (steps[i] > 0) before_[steps[i] - 1] = static_cast<int>(i);
+    }
     events.resize(steps.size());
+    previous_end.resize(steps.size());
   }
   void OnHeader(const TraceHeader& h) override { header = h; }
   void OnEvent(const TraceEvent& e) override {
     if (IsBesideTraining(e)) return;  // it blocked nothing: no edge of the step graph
     auto it = slot_.find(e.step());
     if (it != slot_.end()) events[it->second].push_back(ToStepEvent(e, types_));
+    auto before = before_.find(e.step());
+    if (before != before_.end() && e.rank() >= 0) {
+      std::vector<int64_t>& ends = previous_end[before->second];
+      if (e.rank() >= static_cast<int>(ends.size())) ends.resize(e.rank() + 1, INT64_MIN);
+      ends[e.rank()] = std::max(ends[e.rank()], e.end_ns());
+    }
   }
   void OnStatus(const RankStatus&) override {}
   void OnEnd(const RunEnd&) override {}
-  bool WantsStep(int step) const override { return slot_.count(step) > 0; }
+  bool WantsStep(int step) const override { return slot_.count(step) > 0 || before_.count(step) > 0; }
   bool FiltersSteps() const override { return true; }
   TraceHeader header;
   std::vector<std::vector<StepEvent>> events;  // by the order of the steps asked for
+  // By the same order: each rank's last end in the step before (empty for step 0).
+  std::vector<std::vector<int64_t>> previous_end;
 
  private:
   OpTypeIndex* types_;
   std::map<int, int> slot_;
+  std::map<int, int> before_;  // step k - 1 -> the slot of step k
 };
 
 // Reports each phase that took a second or more to options.progress.
@@ -156,7 +170,8 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   std::vector<int> graph_step;  // the dense step of each graph
   for (size_t j = 0; j < steps.size(); ++j) {
     if (collector.events[j].empty()) continue;  // a step none of whose events was kept
-    Result<StepGraph> built = StepGraph::Build(std::move(collector.events[j]), collector.header);
+    const std::vector<int64_t>* previous = collector.previous_end[j].empty() ? nullptr : &collector.previous_end[j];
+    Result<StepGraph> built = StepGraph::Build(std::move(collector.events[j]), collector.header, previous);
     collector.events[j] = {};
     if (!built.ok()) {
       // The replays are extras: a step whose events do not form a replayable graph (zero-length

@@ -112,7 +112,8 @@ Result<StepGraph> StepGraph::Build(const std::vector<TraceEvent>& events, const 
   return Build(std::move(reduced), header);
 }
 
-Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHeader& header) {
+Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHeader& header,
+                                   const std::vector<int64_t>* previous_end) {
   StepGraph g;
   std::sort(events.begin(), events.end(), [](const StepEvent& a, const StepEvent& b) {
     if (a.rank != b.rank) return a.rank < b.rank;
@@ -403,6 +404,28 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
   // replay runs on (a receive's pred may be a send of another rank).
   g.origin_ns_ = n > 0 ? INT64_MAX : 0;
   for (const StepOp& op : g.ops_) g.origin_ns_ = std::min(g.origin_ns_, op.start_ns + op.clock_ns);
+  // Each rank's own previous end, where the step before recorded one: its first op's floor.
+  auto previous = [&](int rank) {
+    return previous_end && rank >= 0 && rank < static_cast<int>(previous_end->size()) ? (*previous_end)[rank]
+                                                                                         : INT64_MIN;
+  };
+  g.step_start_ns_ = g.start_ns_;
+  g.aligned_step_start_ns_ = g.origin_ns_;
+  {
+    int64_t raw = INT64_MIN, aligned = INT64_MIN;
+    for (const StepOp& op : g.ops_) {
+      const int64_t p = previous(op.rank);
+      if (p == INT64_MIN) continue;
+      raw = std::max(raw, p);
+      aligned = std::max(aligned, p + op.clock_ns);
+    }
+    // Where steps overlap the step begins at the step before's end; where they do not, at its
+    // first op (a gap before it, all ranks idle, is no rank's wait: the published method's span).
+    if (raw != INT64_MIN) {
+      g.step_start_ns_ = std::max(g.step_start_ns_, raw);
+      g.aligned_step_start_ns_ = std::max(g.aligned_step_start_ns_, aligned);
+    }
+  }
   g.pred_begin_.assign(n + 1, 0);
   for (const auto& [op, pred] : edges) ++g.pred_begin_[op + 1];
   for (int i = 0; i < n; ++i) g.pred_begin_[i + 1] += g.pred_begin_[i];
@@ -419,7 +442,14 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
       latest = std::max(latest, p.end_ns + p.clock_ns);
     }
     const int64_t start = g.ops_[i].start_ns + g.ops_[i].clock_ns;
-    g.ops_[i].slack_ns = g.pred_begin_[i] == g.pred_begin_[i + 1] ? start : start - latest;
+    if (g.pred_begin_[i] == g.pred_begin_[i + 1]) {
+      // It waits for nothing of this step: only for its rank's previous step, if that ended later
+      // than the step's first op began.
+      const int64_t p = previous(g.ops_[i].rank);
+      latest = p == INT64_MIN ? g.origin_ns_ : std::max(g.origin_ns_, p + g.ops_[i].clock_ns);
+      latest = std::min(latest, start);
+    }
+    g.ops_[i].slack_ns = start - latest;
     if (g.ops_[i].inst < 0) g.ops_[i].work_ns = g.ops_[i].end_ns - g.ops_[i].start_ns;
   }
 
@@ -471,10 +501,12 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
   }
   g.order_ = std::move(queue);
   g.slack_.resize(n);
+  g.floor_.resize(n);
   g.inst_of_.resize(n);
   g.clock_.resize(n);
   for (int i = 0; i < n; ++i) {
     g.slack_[i] = g.ops_[i].slack_ns;
+    g.floor_[i] = g.ops_[i].start_ns + g.ops_[i].clock_ns - g.ops_[i].slack_ns;  // used where no preds
     g.inst_of_[i] = g.ops_[i].inst;
     g.clock_[i] = g.ops_[i].clock_ns;
     g.has_clock_ |= g.clock_[i] != 0;
@@ -497,7 +529,7 @@ int64_t StepGraph::ReplayWork(const std::vector<int64_t>& work, bool keep_delays
 int64_t StepGraph::Span(const std::vector<int64_t>& work, bool keep_delays) const {
   int64_t aligned = 0;
   Run(work, keep_delays, nullptr, nullptr, &aligned);
-  return ops_.empty() ? 0 : aligned - origin_ns_;
+  return ops_.empty() ? 0 : aligned - aligned_step_start_ns_;
 }
 
 int64_t StepGraph::Run(const std::vector<int64_t>& work, bool keep_delays, std::vector<int64_t>* starts,
@@ -516,7 +548,7 @@ int64_t StepGraph::Run(const std::vector<int64_t>& work, bool keep_delays, std::
     if (v < n) {
       const int b = pred_begin[v], e = pred_begin[v + 1];
       if (b == e) {
-        ready[v] = keep_delays ? slack[v] : origin_ns_;
+        ready[v] = floor_[v] + (keep_delays ? slack[v] : 0);
       } else {
         int64_t t = INT64_MIN;
         for (int k = b; k < e; ++k) t = std::max(t, end[preds[k]]);

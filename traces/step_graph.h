@@ -54,7 +54,7 @@ struct StepOp {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   int inst = -1;          // collective instance, or -1: the op runs alone
-  int64_t slack_ns = 0;   // start - latest end of its preds (or the start itself, with none),
+  int64_t slack_ns = 0;   // start - latest end of its preds (with none: start - its floor, see Build),
                           // on the aligned clock (clock_ns)
   int64_t work_ns = 0;    // alone: end - start; in a collective: end - original release
   // This rank's clock offset: its times + clock_ns are on the clock all ranks share (0 but in an
@@ -97,11 +97,21 @@ class StepGraph {
   static Result<StepGraph> Build(const std::vector<TraceEvent>& events, const TraceHeader& header,
                                  OpTypeIndex* types = nullptr);
   // The same over events already reduced (their types numbered by the caller's OpTypeIndex).
-  static Result<StepGraph> Build(std::vector<StepEvent> events, const TraceHeader& header);
+  // `previous_end`, if given: by rank, the end of the rank's last op of the step before (its own
+  // clock; INT64_MIN where it has none). Steps overlap (a stage starts the next step while a later
+  // one ends this one): a rank's first op waits for its own previous step, so that wait is not a
+  // launch delay, and the step begins where the step before ended (step_start_ns), not at its
+  // earliest op. Without it (step 0, a lone step), the step begins at its earliest op.
+  static Result<StepGraph> Build(std::vector<StepEvent> events, const TraceHeader& header,
+                                 const std::vector<int64_t>* previous_end = nullptr);
 
   const std::vector<StepOp>& ops() const { return ops_; }
-  int64_t start_ns() const { return start_ns_; }
+  int64_t start_ns() const { return start_ns_; }  // the earliest original start
   int64_t end_ns() const { return end_ns_; }   // the latest original end
+  // Where the step begins: the later of start_ns() and the latest previous_end of its ranks.
+  // Where steps overlap, end_ns() minus it is the step's time as the diagnosis counts it (from one
+  // step's end to the next's); where they do not, the step's span, first op to last.
+  int64_t step_start_ns() const { return step_start_ns_; }
   int instances() const { return static_cast<int>(inst_begin_.size()) - 1; }
   bool in_collective(int i) const { return ops_[i].inst >= 0; }
   // Instance k's members: [members_begin(k), members_end(k)).
@@ -113,7 +123,7 @@ class StepGraph {
   // absent by design).
   const std::vector<int>& unmatched() const { return unmatched_; }
   // The earliest start on the aligned clock: where a replay without delays starts every op that
-  // waits for nothing.
+  // waits for nothing (or, given previous_end, at its rank's previous end where that is later).
   int64_t origin_ns() const { return origin_ns_; }
 
   // Replays with op i taking work(i) ns of work (its own duration, or its transfer time in a
@@ -129,7 +139,7 @@ class StepGraph {
   // start and end on its rank's own clock. Returns the latest end, as Replay does.
   int64_t ReplayWork(const std::vector<int64_t>& work, bool keep_delays, std::vector<int64_t>* starts = nullptr,
                      std::vector<int64_t>* ends = nullptr) const;
-  // The step's span in such a replay: its latest end minus origin_ns(), on the aligned clock.
+  // The step's time in such a replay: its latest end minus step_start_ns(), on the aligned clock.
   int64_t Span(const std::vector<int64_t>& work, bool keep_delays) const;
 
  private:
@@ -146,12 +156,15 @@ class StepGraph {
   std::vector<int> order_;
   // The replay's copies of StepOp.slack_ns, .inst and .clock_ns, flat (see Run).
   std::vector<int64_t> slack_;
+  std::vector<int64_t> floor_;  // an op that waits for nothing: when it may start (aligned)
   std::vector<int> inst_of_;
   std::vector<int64_t> clock_;
   bool has_clock_ = false;
   std::vector<int> unmatched_;
   int64_t origin_ns_ = 0;
+  int64_t aligned_step_start_ns_ = 0;
   int64_t start_ns_ = 0;
+  int64_t step_start_ns_ = 0;
   int64_t end_ns_ = 0;
 };
 

@@ -248,7 +248,7 @@ StragglerAnalysis StragglerAnalyzer::Run() {
   const double nodelay = span[0], ideal = span[1];
   auto ratio = [&](double t) { return ideal > 0 ? t / ideal : kUnknown; };
   double trace_span = 0;
-  for (int k = 0; k < steps; ++k) trace_span += static_cast<double>(in_.steps[k].end_ns() - in_.steps[k].start_ns()) / steps;
+  for (int k = 0; k < steps; ++k) trace_span += static_cast<double>(in_.steps[k].end_ns() - in_.steps[k].step_start_ns()) / steps;
   a.t_s = trace_span / 1e9;
   a.t_nodelay_s = nodelay / 1e9;
   a.t_ideal_s = ideal / 1e9;
@@ -257,7 +257,7 @@ StragglerAnalysis StragglerAnalyzer::Run() {
   for (int k = 0; k < steps; ++k) {
     const StepGraph& g = in_.steps[k];
     a.steps.push_back({k < static_cast<int>(in_.step_ids.size()) ? in_.step_ids[k] : k,
-                       static_cast<double>(g.end_ns() - g.start_ns()) / 1e9, per_step[0][k] / 1e9,
+                       static_cast<double>(g.end_ns() - g.step_start_ns()) / 1e9, per_step[0][k] / 1e9,
                        per_step[1][k] / 1e9});
   }
   {
@@ -291,7 +291,10 @@ StragglerAnalysis StragglerAnalyzer::Run() {
   const int last_stage = stages.empty() ? 0 : *stages.rbegin();
   const std::vector<double> fix = MeanSpans({{Scope::kFixWorkers, fixed}, {Scope::kFixStage, {last_stage}}});
   const double loss_ns = nodelay - ideal;
-  auto explained = [&](double t_fixed) { return loss_ns > 0 ? (nodelay - t_fixed) / loss_ns : kUnknown; };
+  // A share of a loss within the healthy spread (S - 1 below min_slowdown) says nothing: a fix can
+  // even lengthen the replay there, giving a negative share. Unknown instead.
+  const bool loss_to_explain = loss_ns > 0 && loss_ns >= options_.min_slowdown * ideal;
+  auto explained = [&](double t_fixed) { return loss_to_explain ? (nodelay - t_fixed) / loss_ns : kUnknown; };
   a.m_w = explained(fix[0]);
   a.m_s = explained(fix[1]);
 

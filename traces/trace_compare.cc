@@ -103,10 +103,15 @@ Status SameShape(const TraceHeader& a, const TraceHeader& b, const ComparedTrace
   return Status::Ok();
 }
 
-double MedianSpanS(const std::vector<std::pair<int64_t, int64_t>>& spans, int first, int last) {
+// The median step time over steps first..last: from the step before's last end to the step's
+// (steps overlap: a stage starts the next while a later one ends this one), as the diagnosis
+// counts it; the first step recorded from its first start.
+double MedianStepS(const std::vector<std::pair<int64_t, int64_t>>& spans, int first, int last) {
   std::vector<double> v;
   for (int k = first; k <= last && k < static_cast<int>(spans.size()); ++k) {
-    if (spans[k].second > spans[k].first) v.push_back((spans[k].second - spans[k].first) / 1e9);
+    const bool after = k > 0 && spans[k - 1].second != INT64_MIN;
+    const int64_t begin = after ? std::min(spans[k - 1].second, spans[k].second) : spans[k].first;
+    if (spans[k].second > begin) v.push_back((spans[k].second - begin) / 1e9);
   }
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -227,8 +232,8 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
   std::stable_sort(c.top_ops.begin(), c.top_ops.end(), by_difference);
   if (static_cast<int>(c.top_ops.size()) > std::max(0, options.top)) c.top_ops.resize(std::max(0, options.top));
 
-  c.predicted_step_s = MedianSpanS(p.spans, predicted_step(c.first_step), predicted_step(c.last_step));
-  c.measured_step_s = MedianSpanS(m.spans, c.first_step, c.last_step);
+  c.predicted_step_s = MedianStepS(p.spans, predicted_step(c.first_step), predicted_step(c.last_step));
+  c.measured_step_s = MedianStepS(m.spans, c.first_step, c.last_step);
   if (c.kind_mismatches > 0) {
     c.notes.push_back(std::to_string(c.kind_mismatches) +
                       " op(s) have another kind under the same (rank, step, op id) in each trace and were "

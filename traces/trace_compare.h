@@ -5,8 +5,8 @@
 // program. An op whose kind differs between the traces under one key is counted as a mismatch, not
 // compared: the ids then do not name the same ops.
 //
-// What comes out: the step time both ways (median over the compared steps of the step's span over
-// all ranks), per op kind the time per rank and step and the ratio measured / predicted, and the
+// What comes out: the step time both ways (median over the compared steps of the time from the
+// step before's last end to the step's, as the diagnosis counts it), per op kind the time per rank and step and the ratio measured / predicted, and the
 // plan ops (stage, op id) whose mean time differs most. Steps compared: the measured trace's, less
 // its first `warmup` (a real run's first step pays for allocation and caches); measured step k is
 // held against predicted step k, or the predicted trace's last step when it holds fewer (a

@@ -87,9 +87,9 @@ WhatIfFinding Replay(const StepGraph& graph, const WhatIfScope& scope, const Wha
   WhatIfFinding f;
   f.scope = scope.Name();
   f.step = ctx.step;
-  f.step_s = static_cast<double>(graph.end_ns() - graph.start_ns()) / 1e9;
-  f.replayed_s = static_cast<double>(unmodified_end_ns - graph.start_ns()) / 1e9;
-  f.healthy_s = static_cast<double>(graph.ReplayWork(work, /*keep_delays=*/true) - graph.start_ns()) / 1e9;
+  f.step_s = static_cast<double>(graph.end_ns() - graph.step_start_ns()) / 1e9;
+  f.replayed_s = static_cast<double>(unmodified_end_ns - graph.step_start_ns()) / 1e9;
+  f.healthy_s = static_cast<double>(graph.ReplayWork(work, /*keep_delays=*/true) - graph.step_start_ns()) / 1e9;
   if (f.healthy_s > 0) f.slowdown = f.replayed_s / f.healthy_s - 1;
   f.mfu_lost = std::numeric_limits<double>::quiet_NaN();  // unknown without FLOPs and peak
   if (f.replayed_s > 0 && ctx.iteration_time_s > 0 && ctx.model_flops_per_step > 0 && ctx.peak_flops_per_gpu > 0) {

@@ -8,6 +8,7 @@
 
 #include "tests/traces/trace_builders.h"
 #include "traces/compare_report.h"
+#include "traces/diagnose_input.h"
 #include "traces/trace_compare.h"
 
 namespace megascale {
@@ -69,6 +70,46 @@ TEST(TraceCompare, ATraceAgainstItselfMatchesEveryOpAtRatioOne) {
   // Per rank per step: each rank ran one 10 ms GEMM.
   EXPECT_NEAR(Kind(*c, FFN_UP_GEMM)->predicted_s, 0.010, 1e-12);
   EXPECT_TRUE(c->notes.empty());
+  std::remove(t.c_str());
+}
+
+// Steps overlap where nothing joins them (a stage starts the next step while a later one ends this
+// one): the step time is from one step's last end to the next's, as the diagnosis counts it, not a
+// step's span (first op to last), which counts the overlap twice.
+TEST(TraceCompare, OverlappingStepsAreTimedFromEndToEnd) {
+  std::vector<TraceEvent> v;
+  for (int step = 0; step < 3; ++step) {
+    const int64_t t0 = step * 10 * kMs;
+    TraceEvent a = Ev(0, step, FFN_UP_GEMM, COMPUTE, t0, t0 + 10 * kMs);  // stage 0: 0..10, 10..20, ...
+    TraceEvent b = Ev(1, step, FFN_UP_GEMM, COMPUTE, t0 + 5 * kMs, t0 + 15 * kMs);  // stage 1: 5 ms later
+    a.set_op_id(0);
+    b.set_op_id(0);
+    a.set_stage(0);
+    b.set_stage(1);
+    v.push_back(a);
+    v.push_back(b);
+  }
+  const std::string t = TempPath("overlap.trace");
+  WriteTraceFile(t, Header(1, 2, 1), v);
+  Result<TraceComparison> c = Compare(t, t);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_NEAR(c->measured_step_s, 0.010, 1e-12) << "each step's span is 15 ms; a step every 10 ms";
+  EXPECT_NEAR(c->predicted_step_s, 0.010, 1e-12);
+  // The diagnosis times the steps alike (the first from its first op: 15 ms), and the straggler
+  // analysis too; after the first step it finds no launch delay: each rank's first op waited for
+  // its own step before, nothing else.
+  Result<DiagnosisReport> d = DiagnoseInput({t, TraceFormat::kAuto, ""});
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_EQ(d->step_times_s.size(), 3u);
+  EXPECT_NEAR(d->step_times_s[0], 0.015, 1e-12);
+  EXPECT_NEAR(d->step_times_s[1], 0.010, 1e-12);
+  EXPECT_NEAR(d->step_times_s[2], 0.010, 1e-12);
+  ASSERT_TRUE(d->straggler_analysis.ran) << d->straggler_analysis.skipped;
+  ASSERT_EQ(d->straggler_analysis.steps.size(), 3u);
+  for (const StepSlowdown& k : d->straggler_analysis.steps) {
+    EXPECT_NEAR(k.t_s, d->step_times_s[k.step], 1e-12) << "step " << k.step;
+    if (k.step > 0) EXPECT_NEAR(k.t_nodelay_s, k.t_s, 1e-12) << "step " << k.step;
+  }
   std::remove(t.c_str());
 }
 

@@ -111,6 +111,60 @@ TEST(WhatIf, ASendAndItsReceiveAreMatchedAcrossStages) {
   EXPECT_TRUE(std::isnan(f.mfu_lost)) << "no FLOPs in the context: unknown, not 0";
 }
 
+// Steps overlap where nothing joins them: rank 0 (stage 0) ended the step before at 0 and runs
+// A 0..10; rank 1 (stage 1) ended it at 8 and runs B 8..20. Rank 1's B waited for its own
+// previous step, not for a launch: the step runs from 8 (the step before's end) to 20, 12 ms, with
+// or without launch delays. Without the previous ends, B's 8 ms wait counts as a launch delay and
+// the step spans 20 ms, 12 without delays.
+std::vector<TraceEvent> OverlappingStages() {
+  TraceEvent a = Op(0, QKV_GEMM, COMPUTE, 0, 10, 0);
+  TraceEvent b = Op(1, QKV_GEMM, COMPUTE, 8, 20, 0);
+  a.set_stage(0);
+  b.set_stage(1);
+  return {a, b};
+}
+
+TEST(StepGraph, ARanksWaitForItsOwnPreviousStepIsNoLaunchDelay) {
+  OpTypeIndex types;
+  std::vector<StepEvent> events;
+  for (const TraceEvent& e : OverlappingStages()) events.push_back(ToStepEvent(e, &types));
+  const std::vector<int64_t> previous_end = {0, 8 * kMs};
+  Result<StepGraph> g = StepGraph::Build(events, Header(1, 2, 1), &previous_end);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->start_ns(), 0);
+  EXPECT_EQ(g->step_start_ns(), 8 * kMs);
+  std::vector<int64_t> work;
+  for (const StepOp& op : g->ops()) work.push_back(op.work_ns);
+  EXPECT_EQ(g->Span(work, /*keep_delays=*/true), 12 * kMs);
+  EXPECT_EQ(g->Span(work, /*keep_delays=*/false), 12 * kMs);
+  std::vector<int64_t> starts;
+  g->ReplayWork(work, /*keep_delays=*/false, &starts);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    EXPECT_EQ(starts[i], g->ops()[i].rank == 1 ? 8 * kMs : 0) << "rank " << g->ops()[i].rank;
+  }
+
+  Result<StepGraph> alone = StepGraph::Build(events, Header(1, 2, 1));
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(alone->step_start_ns(), 0);
+  EXPECT_EQ(alone->Span(work, /*keep_delays=*/true), 20 * kMs);
+  EXPECT_EQ(alone->Span(work, /*keep_delays=*/false), 12 * kMs);
+}
+
+// Where steps do not overlap (every rank idle before the step's first op), the step is its span:
+// the gap before it is left out, as the published method measures a step.
+TEST(StepGraph, AGapBeforeTheStepIsNotPartOfItsSpan) {
+  OpTypeIndex types;
+  std::vector<StepEvent> events;
+  for (const TraceEvent& e : OverlappingStages()) events.push_back(ToStepEvent(e, &types));
+  const std::vector<int64_t> previous_end = {-5 * kMs, -3 * kMs};
+  Result<StepGraph> g = StepGraph::Build(events, Header(1, 2, 1), &previous_end);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->step_start_ns(), 0);
+  std::vector<int64_t> work;
+  for (const StepOp& op : g->ops()) work.push_back(op.work_ns);
+  EXPECT_EQ(g->Span(work, /*keep_delays=*/true), 20 * kMs);
+}
+
 TEST(StepGraph, WithoutALayoutOpsKeepTheirOwnDurations) {
   TraceHeader h;  // no tp/pp/dp
   Result<StepGraph> g = StepGraph::Build(SlowReplica(), h);
