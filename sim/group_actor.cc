@@ -254,11 +254,34 @@ void GroupActor::Stop(double at) {
 void GroupActor::Timeout(const NetOp& n) {
   const double now = sg4::Engine::get_clock();
   const Op& op = info_->program->ops(static_cast<int>(n.op));
-  for (int g : gpus_) {
-    world_->sink->OnStatus(OpTimeoutStatus(*world_, g, step_, n.op, op, n.post, now));
+  const std::vector<bool> stuck = StuckGpus(n);
+  for (int k = 0; k < tp_; ++k) {
+    if (stuck[k]) world_->sink->OnStatus(OpTimeoutStatus(*world_, gpus_[k], step_, n.op, op, n.post, now));
   }
   Stop(now);
   AbortJob(world_, now);
+}
+
+std::vector<bool> GroupActor::StuckGpus(const NetOp& n) const {
+  // Which flow sets carry GPU k's share of the op: a PP transfer's, or a DP ring member's own
+  // sends and its predecessor's (what it receives).
+  std::vector<const FlowSet*> sets;
+  if (n.pp != nullptr && n.pp->flows.started) {
+    sets.push_back(&n.pp->flows);
+  } else if (n.dp != nullptr && n.dp->released && n.dp->algorithm == CollectiveSpec::RING) {
+    const int members = static_cast<int>(n.dp->sends.size());
+    sets.push_back(&n.dp->sends[replica_]);
+    sets.push_back(&n.dp->sends[(replica_ + members - 1) % members]);
+  }
+  std::vector<bool> stuck(tp_, sets.empty());
+  bool any = false;
+  for (const FlowSet* set : sets) {
+    for (int k = 0; k < tp_ && set->started; ++k) {
+      if (k < static_cast<int>(set->end.size()) && set->end[k] < 0) stuck[k] = any = true;
+    }
+  }
+  if (!any) stuck.assign(tp_, true);  // nothing pending of its own: every GPU waits for a peer
+  return stuck;
 }
 
 }  // namespace megascale

@@ -93,7 +93,11 @@ class GroupActor {
   void SetEnds(uint32_t op, const std::vector<double>& ends);
   void Finish(uint32_t op, const std::vector<double>& start, const std::vector<double>& end);
   void Stop(double at);
+  // NCCL's watchdog fails the op on the GPUs whose own transfer is still pending: a lockstep
+  // group's other GPUs moved their share (on their own NICs) and would wait elsewhere, for the
+  // stuck one, when the job is torn down. Every GPU where the op never started (a peer never came).
   void Timeout(const NetOp& n);
+  std::vector<bool> StuckGpus(const NetOp& n) const;
   double NextWake() const;
   void WaitUntil(double t);
 

@@ -352,7 +352,18 @@ DiagnosisReport DiagnosisEngine::Finish() {
     report.failure = f;
   } else if (report.run_failed && ranks > 0) {
     FailureFinding f = SilentRank(s.last_end_ns, run_start);
-    if (s.op_failures > 0) {
+    if (s.op_failures > 0 && report.hang && report.hang->rank != f.rank && report.hang->rank >= 0 &&
+        report.hang->rank < ranks) {
+      // No rank died (no heartbeat lost): the job stopped on its watchdogs, and the rank that
+      // held the hung collective up is the one to name, not whichever went quiet first.
+      const HangFinding& h = *report.hang;
+      f.rank = h.rank;
+      f.time_s = Seconds(s.last_end_ns[h.rank] == INT64_MIN ? run_start : s.last_end_ns[h.rank]);
+      f.detected_s = Seconds(s.first_op_failure_ns);
+      f.evidence = std::to_string(s.op_failures) + " op timeout/failure status(es), first at " +
+                   std::to_string(f.detected_s) + " s, no heartbeat lost: the hang's culprit (" +
+                   HangCauseName(h.cause) + ")";
+    } else if (s.op_failures > 0) {
       f.detected_s = Seconds(s.first_op_failure_ns);
       f.evidence = std::to_string(s.op_failures) + " op timeout/failure status(es), first at " +
                    std::to_string(f.detected_s) + " s; " + f.evidence;

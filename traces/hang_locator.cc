@@ -79,6 +79,19 @@ std::optional<HangLocator::OpInfo> HangLocator::Resolve(const Wait& w, int stage
   return guess;
 }
 
+std::optional<std::pair<int, HangLocator::OpInfo>> HangLocator::NextCommunication(int rank, int hung_step,
+                                                                                  int stage) const {
+  const int after = rank < static_cast<int>(last_.size()) && last_[rank].step == hung_step ? last_[rank].op_id : -1;
+  std::optional<std::pair<int, OpInfo>> next;
+  for (const auto& [key, info] : program_) {
+    const int st = static_cast<int>(key >> 32);
+    const int id = static_cast<int>(key & 0xffffffffu);
+    if (st != stage || id <= after || info.group == NO_GROUP || info.lane == COMPUTE) continue;
+    if (!next || id < next->first) next = std::make_pair(id, info);
+  }
+  return next;
+}
+
 std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<int>& stage,
                                                const RankLayout* layout) const {
   const int ranks = static_cast<int>(std::max(stage.size(), last_.size()));
@@ -93,6 +106,7 @@ std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<
     std::vector<int> members;
     std::set<int> entered;
     OpKind kind = EMBEDDING;
+    Phase phase = FORWARD;
   };
   std::map<InstKey, Inst> insts;
   std::map<int, InstKey> waiting_in;  // rank -> the instance it timed out in
@@ -120,8 +134,29 @@ std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<
     Inst& inst = insts[key];
     inst.members = members;
     inst.kind = info->kind;
+    inst.phase = info->phase;
     inst.entered.insert(w.rank);
     waiting_in[w.rank] = key;
+  }
+
+  // A member without a timeout of its own may still be in the collective: NCCL's watchdogs fire
+  // one by one, and the first tears the job down, so a member that posted it later had not timed
+  // out yet. It is in it when the op after its last one in its stage's program is this
+  // collective (the other side of a PP transfer; the same group and sequence number) and it got
+  // there no earlier than those that timed out (its last op ended after theirs): one that got
+  // there first and did not time out first never posted it (held up on its host).
+  for (auto& [key, inst] : insts) {
+    int64_t waiters_end = INT64_MAX;
+    for (int w : inst.entered) waiters_end = std::min(waiters_end, last_end(w));
+    for (int m : inst.members) {
+      if (inst.entered.count(m) || waiting_in.count(m) || last_end(m) < waiters_end) continue;
+      const std::optional<std::pair<int, OpInfo>> next = NextCommunication(m, hung_step, stage_of(m));
+      if (!next || next->second.group != std::get<0>(key)) continue;
+      const OpInfo& op = next->second;
+      const bool same = op.group == PP_GROUP ? op.kind != inst.kind && op.phase == inst.phase
+                                             : op.kind == inst.kind && op.seq == std::get<3>(key);
+      if (same) inst.entered.insert(m);
+    }
   }
 
   // Score every rank by the evidence against it.
@@ -196,12 +231,15 @@ std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<
     f.step = std::get<1>(main_key);
     f.collective_seq = std::get<3>(main_key);
     f.entered = main->entered.count(f.rank) > 0;
-    f.waiting_ranks = static_cast<int>(main->entered.size());
+    int timed_out = 0;  // of its members, those whose own watchdog fired in it
+    for (int m : main->members) timed_out += waiting_in.count(m) > 0 && waiting_in.at(m) == main_key;
+    f.waiting_ranks = timed_out;
     if (f.entered) {
       f.cause = HangFinding::Cause::kCommunication;
-      ev << "every member of the " << Group_Name(f.group) << " " << f.collective
-         << " timed out waiting: they all entered it and the transfer never completed; rank "
-         << f.rank << " is in the most hung transfers";
+      ev << "every member of the " << Group_Name(f.group) << " " << f.collective << " entered it ("
+         << timed_out << " timed out waiting, "
+         << (timed_out == static_cast<int>(main->members.size()) ? "all" : "the others posted it later")
+         << ") and the transfer never completed; rank " << f.rank << " is in the most hung transfers";
     } else {
       f.cause = mismatched.count(f.rank) ? HangFinding::Cause::kMismatchedCollective
                                          : HangFinding::Cause::kComputeOrHost;
@@ -223,15 +261,7 @@ std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<
     // The collective it never entered: the first communication op after its last op.
     if (f.rank < static_cast<int>(last_.size())) {
       const LastOp& l = last_[f.rank];
-      const int after = l.step == hung_step ? l.op_id : -1;
-      const int s = stage_of(f.rank);
-      std::optional<std::pair<int, OpInfo>> next;
-      for (const auto& [key, info] : program_) {
-        const int st = static_cast<int>(key >> 32);
-        const int id = static_cast<int>(key & 0xffffffffu);
-        if (st != s || id <= after || info.group == NO_GROUP || info.lane == COMPUTE) continue;
-        if (!next || id < next->first) next = std::make_pair(id, info);
-      }
+      const std::optional<std::pair<int, OpInfo>> next = NextCommunication(f.rank, hung_step, stage_of(f.rank));
       if (next) {
         f.collective = OpKind_Name(next->second.kind);
         f.group = next->second.group;

@@ -11,8 +11,10 @@
 //    DP group, or the PP pair) at (step, collective_seq); its members come from RankLayout. A
 //    member that did not time out in it never entered it: if it waits in another collective of the
 //    same kind of group, the collective is mismatched; otherwise it is held up in compute or on its
-//    host. If every member timed out, all entered and the transfer never completed:
-//    communication/NIC, and the culprit is the rank shared by the most hung instances.
+//    host. A member that did not time out but whose next op in its program is this collective
+//    entered it too (it posted it later; the first watchdog to fire tore the job down). If every
+//    member entered, the transfer never completed: communication/NIC, and the culprit is the rank
+//    shared by the most hung instances (on a tie, the one whose last op ended first).
 //  * Without timeouts (the job was stopped by the heartbeat monitor first), the rank whose
 //    heartbeat was lost first, else the rank that went silent first, is the culprit; the
 //    collective it never entered is the first communication op after its last one in its stage's
@@ -66,6 +68,9 @@ class HangLocator {
     return (static_cast<uint64_t>(static_cast<uint32_t>(stage)) << 32) | static_cast<uint32_t>(op_id);
   }
   std::optional<OpInfo> Resolve(const Wait& w, int stage) const;
+  // The first communication op (its id and what it is) after `rank`'s last op in its stage's
+  // program: the one it waits in, or would wait in next.
+  std::optional<std::pair<int, OpInfo>> NextCommunication(int rank, int hung_step, int stage) const;
 
   std::unordered_map<uint64_t, OpInfo> program_;   // (stage, op_id) -> op
   std::vector<LastOp> last_;                       // by rank

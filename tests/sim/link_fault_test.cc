@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/sim/sim_test_util.h"
+#include "traces/diagnosis.h"
 
 namespace megascale::simtest {
 namespace {
@@ -69,6 +70,9 @@ TEST(SimSwitchFailure, FailedTorStopsTheJobAtTheNextCollectiveCrossingIt) {
   ASSERT_FALSE(sink.statuses.empty());
   for (const RankStatus& st : sink.statuses) {
     EXPECT_EQ(st.kind(), RankStatus::OP_TIMEOUT);  // GPUs alive: no heartbeat lost
+    // Only rail 3's transfer stalls: the group's other GPUs moved their share on their own rails,
+    // so their watchdogs do not fire in it.
+    EXPECT_TRUE(st.rank() == 3 || st.rank() == 11) << "rank " << st.rank();
     EXPECT_GT(Seconds(st.time_ns()), t_fail + timeout - 0.03);  // posted at most a step before
     EXPECT_LE(Seconds(st.time_ns()), t_fail + timeout + 0.03);
   }
@@ -78,6 +82,19 @@ TEST(SimSwitchFailure, FailedTorStopsTheJobAtTheNextCollectiveCrossingIt) {
       EXPECT_LE(Seconds(e.end_ns()), t_fail);
     }
   }
+  // The diagnosis of that trace: a transfer on rail 3 never completed, a network fault (not a
+  // rank that stopped computing), and a rank on the dead switch is named.
+  DiagnosisEngine engine;
+  engine.OnHeader(sink.header);
+  for (const TraceEvent& e : sink.events) engine.OnEvent(e);
+  for (const RankStatus& st : sink.statuses) engine.OnStatus(st);
+  engine.OnEnd(sink.end);
+  const DiagnosisReport r = engine.Finish();
+  ASSERT_TRUE(r.hang.has_value());
+  EXPECT_EQ(r.hang->cause, HangFinding::Cause::kCommunication) << r.hang->evidence;
+  EXPECT_TRUE(r.hang->rank == 3 || r.hang->rank == 11) << r.hang->evidence;
+  ASSERT_TRUE(r.failure.has_value());
+  EXPECT_EQ(r.failure->rank, r.hang->rank) << r.failure->evidence;
 }
 
 }  // namespace

@@ -159,6 +159,27 @@ TEST(HangLocator, EveryMemberWaitingMeansTheTransferNeverCompleted) {
   EXPECT_EQ(r.hang->waiting_ranks, 3);
 }
 
+// NCCL's watchdogs fire one by one and the first tears the job down: rank 2 reached the
+// all-reduce after ranks 0 and 1 (its GEMM ended at 115, theirs at 110), posted it later and had
+// not timed out yet. It is in the collective with them: a transfer that never completed, not a
+// rank that never came (as when it got there first and did not time out first: the test above).
+TEST(HangLocator, AMemberThatPostedLaterWithoutTimingOutYetEnteredToo) {
+  std::vector<TraceEvent> ev = HangPrefix();
+  for (TraceEvent& e : ev) {
+    if (e.rank() == 2 && e.step() == 1) e.set_end_ns(115 * kMs);
+  }
+  RunEnd end;
+  end.set_steps_completed(1);
+  end.set_failed(true);
+  DiagnosisReport r = Diagnose(Header(1, 1, 3), ev, {Timeout(0, 1), Timeout(1, 1)}, &end);
+  ASSERT_TRUE(r.hang.has_value());
+  EXPECT_EQ(r.hang->cause, HangFinding::Cause::kCommunication) << r.hang->evidence;
+  EXPECT_TRUE(r.hang->entered);
+  EXPECT_EQ(r.hang->waiting_ranks, 2) << "two watchdogs fired";
+  EXPECT_EQ(r.hang->collective, "DP_ALL_REDUCE");
+  EXPECT_NE(r.hang->evidence.find("posted it later"), std::string::npos) << r.hang->evidence;
+}
+
 TEST(HangLocator, AMemberWaitingInAnotherCollectiveOfTheGroupIsAMismatch) {
   RunEnd end;
   end.set_steps_completed(1);
