@@ -124,8 +124,9 @@ TreeNode DoubleTreeNode(int members, int tree, int member) {
   return node;
 }
 
-TreeShape DoubleTreeShape(int members) {
+TreeShape DoubleTreeShape(int members, int members_per_node) {
   TreeShape shape;
+  const int per_node = std::max(1, members_per_node);
   if (members <= 1) return shape;
   // Tree 1 is tree 0 relabelled, so the depth is tree 0's; depths by walking up from each member
   // to the first one already known.
@@ -143,8 +144,16 @@ TreeShape DoubleTreeShape(int members) {
   }
   shape.depth = *std::max_element(depth.begin(), depth.end());
   for (int r = 0; r < members; ++r) {
-    shape.max_edges = std::max(shape.max_edges, Edges(DoubleTreeNode(members, 0, r)) +
-                                                    Edges(DoubleTreeNode(members, 1, r)));
+    int net = 0, node = 0;
+    for (int t = 0; t < 2; ++t) {
+      const TreeNode n = DoubleTreeNode(members, t, r);
+      for (int peer : {n.parent, n.children[0], n.children[1]}) {
+        if (peer < 0) continue;
+        (peer / per_node == r / per_node ? node : net) += 1;
+      }
+    }
+    shape.max_edges = std::max(shape.max_edges, net);
+    shape.max_node_edges = std::max(shape.max_node_edges, node);
   }
   return shape;
 }
@@ -162,30 +171,39 @@ double TreeAllReduceTime(int members, double bytes, int channels, double chunk_b
   return NetTreeTime(NetTreeFigures(NcclProtocol::kSimple), members, bytes, channels, chunk_bytes, link);
 }
 
+double TreeAllReduceTime(int members, double bytes, int channels, double chunk_bytes,
+                         const LinkFigures& link, const DpNodes& nodes) {
+  return NetTreeTime(NetTreeFigures(NcclProtocol::kSimple), members, bytes, channels, chunk_bytes, link, nodes);
+}
+
 namespace {
 
 double TreeTime(const NetProtocol& p, const TreeShape& shape, double bytes, int channels,
-                double chunk_bytes, const LinkFigures& link) {
-  return shape.max_edges * TreeEdgeBytes(bytes) / (link.bandwidth_bytes_per_s * p.share) +
-         NetTreeFill(p, shape.depth, TreeChunkBytes(bytes, channels, chunk_bytes), link);
+                double chunk_bytes, const LinkFigures& link, const DpNodes& nodes) {
+  const double edge = TreeEdgeBytes(bytes) / p.share;
+  double moving = shape.max_edges * edge / link.bandwidth_bytes_per_s;
+  if (shape.max_node_edges > 0) {
+    moving = std::max(moving, shape.max_node_edges * edge / nodes.link.bandwidth_bytes_per_s);
+  }
+  return moving + NetTreeFill(p, shape.depth, TreeChunkBytes(bytes, channels, chunk_bytes), link);
 }
 
 // The protocol spec allows for this algorithm (PROTOCOL_AUTO: the fastest, Simple on a tie).
 DpChoice BestProtocol(const CollectiveSpec& spec, CollectiveSpec::Algorithm algorithm, OpKind kind,
-                      int members, double bytes, const LinkFigures& link) {
+                      int members, double bytes, const LinkFigures& link, const DpNodes& nodes) {
   // Simple first, so that a tie keeps it (no allocation: the search prices millions).
   NcclProtocol allowed[] = {NcclProtocol::kSimple, NcclProtocol::kLL128, NcclProtocol::kLL};
   int count = 3;
   if (spec.protocol() != CollectiveSpec::PROTOCOL_AUTO) allowed[0] = ProtocolOf(spec.protocol()), count = 1;
   const bool tree = algorithm == CollectiveSpec::TREE;
-  const TreeShape shape = tree ? DoubleTreeShape(members) : TreeShape{};  // O(members): once
+  const TreeShape shape = tree ? DoubleTreeShape(members, nodes.members_per_node) : TreeShape{};  // O(members): once
   DpChoice best;
   best.algorithm = algorithm;
   best.time_s = -1;
   for (int i = 0; i < count; ++i) {
     const NetProtocol figures = NetFigures(algorithm, allowed[i]);
     const double t = tree ? TreeTime(figures, shape, bytes, spec.channels(),
-                                     static_cast<double>(spec.chunk_bytes()), link)
+                                     static_cast<double>(spec.chunk_bytes()), link, nodes)
                           : NetRingTime(figures, kind, members, bytes, link);
     if (best.time_s < 0 || t < best.time_s) best.protocol = figures, best.time_s = t;
   }
@@ -249,17 +267,17 @@ double NetTreeFill(const NetProtocol& p, int depth, double chunk, const LinkFigu
 }
 
 double NetTreeTime(const NetProtocol& p, int members, double bytes, int channels,
-                   double chunk_bytes, const LinkFigures& link) {
+                   double chunk_bytes, const LinkFigures& link, const DpNodes& nodes) {
   if (members <= 1) return 0;
-  return TreeTime(p, DoubleTreeShape(members), bytes, channels, chunk_bytes, link);
+  return TreeTime(p, DoubleTreeShape(members, nodes.members_per_node), bytes, channels, chunk_bytes, link, nodes);
 }
 
 DpChoice ChooseCollective(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
-                          const LinkFigures& link) {
+                          const LinkFigures& link, const DpNodes& nodes) {
   if (members <= 1) return DpChoice{};  // nothing to exchange
-  const DpChoice ring = BestProtocol(spec, CollectiveSpec::RING, kind, members, bytes, link);
+  const DpChoice ring = BestProtocol(spec, CollectiveSpec::RING, kind, members, bytes, link, nodes);
   if (kind != DP_ALL_REDUCE || spec.algorithm() == CollectiveSpec::RING) return ring;  // no tree
-  const DpChoice tree = BestProtocol(spec, CollectiveSpec::TREE, kind, members, bytes, link);
+  const DpChoice tree = BestProtocol(spec, CollectiveSpec::TREE, kind, members, bytes, link, nodes);
   if (spec.algorithm() == CollectiveSpec::TREE) return tree;
   return tree.time_s < ring.time_s ? tree : ring;
 }

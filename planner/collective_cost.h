@@ -29,10 +29,12 @@
 //    costing latency + chunk / bandwidth (the pipeline's fill), with chunk = min(chunk_bytes,
 //    h / channels): a channel's share smaller than a chunk goes as one chunk.
 //  Time: max_edges x h / bandwidth + 2 x depth x (latency + chunk / bandwidth).
-// Both forms price every hop at the one DP hop they are given (CostModel: the slower of the
-// stage representative's ring hops). Members that share a node (TP smaller than the node) reach
-// each other over NVLink: a ring is still paced by its network hops, but a tree whose edges
-// partly stay inside nodes runs faster than this form says (NCCL builds its trees between nodes).
+// Both forms price a hop at the one DP hop they are given (CostModel: the slower of the stage
+// representative's ring hops). Members that share a node (TP smaller than the node) reach each
+// other over NVLink: a ring is still paced by its network hops, while a tree's edges inside a node
+// move on NVLink ports, not on the NIC (DpNodes): its bandwidth term is the slower of the two
+// links' busiest member, as the simulator's flows share them. (NCCL itself builds its trees
+// between nodes, a chain inside each: not modelled; the twin prices the one flat tree both ways.)
 // These are Simple's forms; each algorithm also runs LL and LL128 (below: "NCCL's protocols across
 // nodes"). AUTO takes, per collective, the lower of the two algorithms at each one's fastest
 // protocol (the ring on a tie), as NCCL's tuner does; the tree wins small all-reduces over many
@@ -71,10 +73,21 @@ TreeNode DoubleTreeNode(int members, int tree, int member);
 
 struct TreeShape {
   int depth = 0;      // edges on the longest root-to-leaf path (both trees have the same)
-  int max_edges = 0;  // the most tree edges at one member, both trees counted
+  int max_edges = 0;  // the most tree edges at one member that leave its node, both trees counted
+  int max_node_edges = 0;  // the most that stay inside its node (NVLink)
 };
+// Members sharing a node: `members_per_node` consecutive members to a node (member / it), which
+// is where a DP group's members sit when TP is smaller than the node (RankLayout's orders).
 // O(n).
-TreeShape DoubleTreeShape(int members);
+TreeShape DoubleTreeShape(int members, int members_per_node = 1);
+// Where a DP group's members sit: how many share a node (consecutive DP indices), and the hop
+// between two of them (the hop NCCL's tree edges inside a node take: NVLink). One member per node
+// (TP fills it), or members that do not sit in equal consecutive blocks: every edge is priced at
+// the DP hop.
+struct DpNodes {
+  int members_per_node = 1;
+  LinkFigures link;  // inside a node; unused with one member per node
+};
 // Bytes each direction of a tree edge carries, over all channels: half the buffer.
 inline double TreeEdgeBytes(double bytes) { return bytes / 2; }
 // The pipeline chunk: min(chunk_bytes, one channel's share of a tree edge).
@@ -84,6 +97,11 @@ double TreeFillTime(int depth, double chunk, const LinkFigures& link);
 // max_edges x bytes/2 / bandwidth + the fill; 0 for one member.
 double TreeAllReduceTime(int members, double bytes, int channels, double chunk_bytes,
                          const LinkFigures& link);
+// The same where members share nodes: the bandwidth term is the slower of the busiest NIC's
+// (max_edges at the hop's bandwidth) and the busiest NVLink port's (max_node_edges at nodes.link's),
+// each its own link, as the simulator routes them; the fill stays at the hop (a path's slowest).
+double TreeAllReduceTime(int members, double bytes, int channels, double chunk_bytes,
+                         const LinkFigures& link, const DpNodes& nodes);
 
 // --- NCCL's protocols on a ring inside a node (TP collectives)
 // NCCL runs a collective with one of three protocols and picks the fastest by its own tuning model
@@ -139,9 +157,10 @@ double NetRingTime(const NetProtocol& p, OpKind kind, int members, double bytes,
                    const LinkFigures& link);
 // Tree fill: Simple's TreeFillTime; LL, LL128: base + 2 x depth x latency x latency_scale.
 double NetTreeFill(const NetProtocol& p, int depth, double chunk, const LinkFigures& link);
-// Tree all-reduce: max_edges x bytes/2 / (bandwidth x share) + the fill; 0 for one member.
+// Tree all-reduce: max_edges x bytes/2 / (bandwidth x share) + the fill (members sharing nodes:
+// TreeAllReduceTime's bandwidth term at the share); 0 for one member.
 double NetTreeTime(const NetProtocol& p, int members, double bytes, int channels,
-                   double chunk_bytes, const LinkFigures& link);
+                   double chunk_bytes, const LinkFigures& link, const DpNodes& nodes = {});
 
 // --- the choice
 // What NCCL runs for one DP collective and how long it takes.
@@ -153,7 +172,9 @@ struct DpChoice {
 // The algorithm: RING for reduce-scatter, all-gather and fewer than two members; TREE when asked
 // for; AUTO the faster. Each with spec.protocol, or for PROTOCOL_AUTO its fastest protocol. Ties
 // keep the ring and Simple. Fewer than two members: a Simple ring of no time.
+// `nodes`: where the members sit (a tree's edges inside a node are NVLink's; a ring is paced by
+// its network hops whatever it does inside nodes).
 DpChoice ChooseCollective(const CollectiveSpec& spec, OpKind kind, int members, double bytes,
-                          const LinkFigures& link);
+                          const LinkFigures& link, const DpNodes& nodes = {});
 
 }  // namespace megascale

@@ -44,6 +44,21 @@ LinkFigures DpHopFigures(const topology::Cluster& cluster, const RankLayout& ran
           std::max(out.latency_s, in.latency_s)};
 }
 
+DpNodes DpNodeFigures(const topology::Cluster& cluster, const RankLayout& ranks, int stage, int dp) {
+  DpNodes nodes;
+  auto node = [&](int member) { return cluster.node_of(ranks.RankOf({0, member, stage})); };
+  int per = 1;
+  while (per < dp && node(per) == node(0)) ++per;
+  if (per == 1 || dp % per != 0) return nodes;
+  for (int r = 0; r < dp; ++r) {
+    // Equal consecutive blocks, each its own node.
+    if (node(r) != node(r - r % per) || (r % per == 0 && r > 0 && node(r) == node(r - 1))) return nodes;
+  }
+  nodes.members_per_node = per;
+  nodes.link = RouteFigures(cluster, ranks.RankOf({0, 0, stage}), ranks.RankOf({0, 1, stage}));
+  return nodes;
+}
+
 CollectiveSpec PricedCollectives(const ClusterSpec& cluster, const CostConstants& constants) {
   CollectiveSpec spec = cluster.collectives();
   if (!constants.nccl_protocols) spec.set_protocol(CollectiveSpec::SIMPLE);
@@ -194,14 +209,16 @@ LinkFigures CostModel::Effective(const LinkFigures& link) const {
           link.latency_s + constants_.network_step_latency_s};
 }
 
-DpChoice CostModel::DpCollectiveChoice(OpKind kind, int n, double bytes,
-                                       const LinkFigures& link) const {
-  return ChooseCollective(collectives_, kind, n, bytes, Effective(link));
+DpChoice CostModel::DpCollectiveChoice(OpKind kind, int n, double bytes, const LinkFigures& link,
+                                       const DpNodes& nodes) const {
+  DpNodes effective = nodes;
+  if (nodes.members_per_node > 1) effective.link = Effective(nodes.link);
+  return ChooseCollective(collectives_, kind, n, bytes, Effective(link), effective);
 }
 
-double CostModel::DpCollectiveTime(OpKind kind, int n, double bytes,
-                                   const LinkFigures& link) const {
-  return DpCollectiveChoice(kind, n, bytes, link).time_s;
+double CostModel::DpCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link,
+                                   const DpNodes& nodes) const {
+  return DpCollectiveChoice(kind, n, bytes, link, nodes).time_s;
 }
 
 double CostModel::PpTime(double bytes, const LinkFigures& link) const {

@@ -50,6 +50,10 @@ LinkFigures RouteFigures(const topology::Cluster& cluster, int src_gpu, int dst_
 // simulator's AUTO choice uses it too, so both pick the same algorithm.
 LinkFigures DpHopFigures(const topology::Cluster& cluster, const RankLayout& ranks, int stage,
                          int dp);
+// Where stage `stage`'s DP group (TP index 0) sits: how many consecutive members share a node and
+// the route between the first two (planner/collective_cost.h, DpNodes). One per node where they
+// do not sit in equal consecutive blocks.
+DpNodes DpNodeFigures(const topology::Cluster& cluster, const RankLayout& ranks, int stage, int dp);
 
 class CostModel {
  public:
@@ -90,9 +94,13 @@ class CostModel {
   double TpRingTime(OpKind kind, int tp, double bytes) const;
   // A DP collective among n members at the calibrated network efficiency, with the algorithm and
   // protocol the cluster's collectives settings pick (planner/collective_cost.h).
-  double DpCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link) const;
+  // `nodes`: where the members sit (a tree's edges inside a node take NVLink), both links as
+  // NCCL sees them (Effective).
+  double DpCollectiveTime(OpKind kind, int n, double bytes, const LinkFigures& link,
+                          const DpNodes& nodes = {}) const;
   // The algorithm (RING or TREE) and protocol DpCollectiveTime prices, and its time.
-  DpChoice DpCollectiveChoice(OpKind kind, int n, double bytes, const LinkFigures& link) const;
+  DpChoice DpCollectiveChoice(OpKind kind, int n, double bytes, const LinkFigures& link,
+                              const DpNodes& nodes = {}) const;
   // A PP send/recv at the calibrated network efficiency.
   double PpTime(double bytes, const LinkFigures& link) const;
   // The link as NCCL sees it: bandwidth scaled by the network efficiency.

@@ -68,7 +68,10 @@ void FillLinks(const topology::Cluster& cluster, const RankLayout& ranks, int st
     in.pp_send_s[peer] = in.layer.cost->PpTime(bytes, RouteFigures(cluster, me, other));
     in.pp_recv_s[peer] = in.layer.cost->PpTime(bytes, RouteFigures(cluster, other, me));
   }
-  if (layout.dp() > 1) in.dp_link = DpHopFigures(cluster, ranks, stage, layout.dp());
+  if (layout.dp() > 1) {
+    in.dp_link = DpHopFigures(cluster, ranks, stage, layout.dp());
+    in.dp_nodes = DpNodeFigures(cluster, ranks, stage, layout.dp());
+  }
   if (layout.pp() > 1 && (stage == 0 || stage == layout.pp() - 1)) {
     in.tied_link = RouteFigures(cluster, ranks.RankOf({0, 0, 0}), ranks.RankOf({0, 0, layout.pp() - 1}));
   }

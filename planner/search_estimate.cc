@@ -126,8 +126,9 @@ StepEstimate StepEstimator::Estimate(const Candidate& c) {
   }
   // Stage 0's DP hop stands for every stage's (the programs use each stage's own).
   const LinkFigures dp_link = dp > 1 ? DpHopFigures(cluster_, ranks, 0, dp) : LinkFigures{};
+  const DpNodes dp_nodes = dp > 1 ? DpNodeFigures(cluster_, ranks, 0, dp) : DpNodes{};
   auto dp_time = [&](OpKind kind, double params) {
-    return cost_.DpCollectiveTime(kind, dp, kActivationBytes * params, dp_link);
+    return cost_.DpCollectiveTime(kind, dp, kActivationBytes * params, dp_link, dp_nodes);
   };
   const double layer_params = LayerParams(model) / tp;
   const double embed_params = EmbeddingParams(model) / tp;

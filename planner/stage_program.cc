@@ -129,7 +129,7 @@ class StageBuilder {
   }
 
   Op DpOpOfBytes(OpKind kind, int chunk, double bytes) const {
-    const DpChoice choice = in_.layer.cost->DpCollectiveChoice(kind, in_.dp, bytes, in_.dp_link);
+    const DpChoice choice = in_.layer.cost->DpCollectiveChoice(kind, in_.dp, bytes, in_.dp_link, in_.dp_nodes);
     Op op = MakeOp(kind, DP_COMM, kind == DP_ALL_GATHER ? FORWARD : BACKWARD, NETWORK, choice.time_s);
     op.set_dp_algorithm(choice.algorithm);
     op.set_dp_protocol(ProtocolSetting(choice.protocol.protocol));

@@ -50,6 +50,7 @@ struct StageInputs {
   std::vector<double> pp_send_s, pp_recv_s;
   // This stage's DP ring hop (representative to successor), for the DP collectives' estimate.
   LinkFigures dp_link;
+  DpNodes dp_nodes;  // where the DP group's members sit (a tree's edges inside a node)
   // With pp > 1, on the first and the last stage: the route between the two copies of the tied
   // word embedding (first stage to last, same TP and DP position), for their all-reduce.
   LinkFigures tied_link;

@@ -234,12 +234,18 @@ void GroupActor::ChooseDpAlgorithm(const Op& op, DpCollective* c) const {
   // sees it (CostModel::Effective with the calibration the platform carries).
   const int members = static_cast<int>(c->members.size());
   LinkFigures hop;
+  DpNodes nodes;
+  auto effective = [&](const LinkFigures& raw) {
+    return LinkFigures{raw.bandwidth_bytes_per_s * world_->platform.net.efficiency,
+                       raw.latency_s + world_->platform.net.step_latency_s};
+  };
   if (members >= 2) {
-    const LinkFigures raw = DpHopFigures(world_->cluster, world_->layout, stage_, members);
-    hop = {raw.bandwidth_bytes_per_s * world_->platform.net.efficiency,
-           raw.latency_s + world_->platform.net.step_latency_s};
+    hop = effective(DpHopFigures(world_->cluster, world_->layout, stage_, members));
+    nodes = DpNodeFigures(world_->cluster, world_->layout, stage_, members);
+    if (nodes.members_per_node > 1) nodes.link = effective(nodes.link);
   }
-  const DpChoice choice = ChooseCollective(world_->platform.net.collectives, c->kind, members, c->bytes, hop);
+  const DpChoice choice =
+      ChooseCollective(world_->platform.net.collectives, c->kind, members, c->bytes, hop, nodes);
   c->algorithm = choice.algorithm;
   c->protocol = choice.protocol;
 }

@@ -44,6 +44,20 @@ TEST(DoubleTree, FourMembersByHand) {
   EXPECT_EQ(s.max_edges, 4);
 }
 
+TEST(DoubleTree, EdgesInsideANodeAreCountedApart) {
+  // Four members, two to a node ({0, 1}, {2, 3}). Tree 0: 0 -> 2 -> {1, 3}; tree 1: 3 -> 1 ->
+  // {2, 0}. Member 1: 1-2 (tree 0), 1-3 and 1-2 (tree 1) leave its node, 1-0 stays: 3 and 1;
+  // member 2 likewise; members 0 and 3: 1 and 1.
+  const TreeShape s = DoubleTreeShape(4, 2);
+  EXPECT_EQ(s.depth, 2);
+  EXPECT_EQ(s.max_edges, 3);
+  EXPECT_EQ(s.max_node_edges, 1);
+  // One node: every edge inside it.
+  const TreeShape one = DoubleTreeShape(4, 4);
+  EXPECT_EQ(one.max_edges, 0);
+  EXPECT_EQ(one.max_node_edges, 4);
+}
+
 TEST(DoubleTree, OddMembersShiftTheSecondTree) {
   // n = 3: tree 0 is the chain 0 -> 2 -> 1; tree 1 is it shifted by one: 1 -> 0 -> 2.
   EXPECT_EQ(Children(DoubleTreeNode(3, 0, 0)), (std::set<int>{2}));
