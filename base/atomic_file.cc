@@ -139,6 +139,9 @@ Status WriteFileAtomically(const std::string& path, const std::string& content) 
 }
 
 Result<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  // A folder opens as a stream on Linux and reads as empty: say what it is instead.
+  if (std::filesystem::is_directory(path, ec)) return Status::NotFound("'" + path + "' is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("cannot read file '" + path + "': " + std::strerror(errno));
   std::ostringstream ss;

@@ -40,12 +40,17 @@ void OnSignal(int sig) {
   ::raise(sig);
 }
 
-void Install() {
+void Install(bool forget_previous = false) {
   const int signals[2] = {SIGINT, SIGTERM};
   for (int k = 0; k < 2; ++k) {
     struct sigaction old;
-    if (::sigaction(signals[k], nullptr, &old) != 0 || old.sa_handler == OnSignal) continue;
-    g_previous[k] = old;
+    if (::sigaction(signals[k], nullptr, &old) != 0) continue;
+    if (forget_previous) {
+      std::memset(&g_previous[k], 0, sizeof g_previous[k]);
+      g_previous[k].sa_handler = SIG_DFL;
+    }
+    if (old.sa_handler == OnSignal) continue;
+    if (!forget_previous) g_previous[k] = old;
     struct sigaction act;
     std::memset(&act, 0, sizeof act);
     act.sa_handler = OnSignal;
@@ -65,6 +70,11 @@ void SetGracefulStop(std::atomic<int>* flag) {
 void ReassertSignalCleanup() {
   std::lock_guard<std::mutex> lock(g_mu);
   Install();
+}
+
+void TakeSignalsBack() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Install(/*forget_previous=*/true);
 }
 
 SignalCleanup::SignalCleanup(const std::string& path) {

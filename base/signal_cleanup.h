@@ -15,6 +15,10 @@ namespace megascale {
 
 // Puts the cleanup handlers back in front of whatever took SIGINT or SIGTERM since.
 void ReassertSignalCleanup();
+// The same, forgetting the handlers they replace: after the cleanup the process dies of the
+// signal (exit 128 + n). For a library whose handler would do what a user's Ctrl-C should not
+// (SimGrid's prints every actor's state and exits 1, "Skipping cleanups").
+void TakeSignalsBack();
 
 // A program that can stop cleanly (megascale run: it ends at the next step boundary, its outputs
 // closed): while `flag` is set, the first SIGINT or SIGTERM only stores its number in *flag (and

@@ -211,6 +211,21 @@ int Main(int argc, char** argv) {
   fit_cmd->add_option("--threads", fit.threads, "Plans built at once (default: the machine's cores)");
   fit_cmd->add_flag("-q,--quiet", fit.quiet, "No progress lines on stderr");
 
+  // A misspelled command would otherwise read "A subcommand is required": name it and the list.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* cmd : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known |= cmd->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + cmd->get_name();
+    }
+    if (!known) {
+      std::cerr << "megascale: error: command = '" << argv[1] << "': not a command (one of " << names
+                << "; --help for each)\n";
+      return 2;
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -75,6 +75,15 @@ Status RunSimulate(const SimulateArgs& args) {
   if (args.quiet) scenario.mutable_sim()->set_progress(false);
 
   if (!out->trace().empty()) MS_RETURN_IF_ERROR(CheckOutputFile("outputs.trace", out->trace()));
+  if (!out->trace().empty() && out->detail() == TRACE_NONE) {
+    // Large scenarios keep their traces small this way; say so, since diagnose cannot time steps
+    // from such a file.
+    std::fprintf(stderr,
+                 "megascale: note: outputs.detail is TRACE_NONE: %s will hold the run's statuses and "
+                 "end, no op events (set outputs.detail: TRACE_OPS in the scenario for a trace that "
+                 "diagnose can time)\n",
+                 out->trace().c_str());
+  }
   if (!out->chrome_trace().empty()) MS_RETURN_IF_ERROR(CheckOutputFile("outputs.chrome_trace", out->chrome_trace()));
   MS_RETURN_IF_ERROR(CheckDistinct({{"scenario", args.scenario}},
                                    {{"outputs.trace", out->trace()}, {"outputs.chrome_trace", out->chrome_trace()}}));

@@ -1,5 +1,7 @@
 #include "planner/scenario_io.h"
 
+#include <filesystem>
+
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
@@ -44,6 +46,10 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& origi
 }
 
 Result<Scenario> LoadScenario(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::BadField("scenario", "'" + path + "'", "is a folder, not a scenario file");
+  }
   auto text = ReadFile(path);
   if (!text.ok()) {
     return Status::NotFound("scenario file '" + path + "' cannot be read: it is missing or unreadable");

@@ -89,7 +89,9 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   // Deliberately never destroyed: tearing down 10^5 links costs time and SimGrid cannot be
   // restarted in this process anyway.
   auto* engine = new sg4::Engine(&argc, argv);
-  ReassertSignalCleanup();  // SimGrid takes SIGINT over: remove our temporary files first
+  // SimGrid takes SIGINT over (its handler prints every actor's state and exits 1): remove our
+  // temporary files, then die of the signal, as every command does (docs/limits.md: 130, 143).
+  TakeSignalsBack();
   ConfigureSimGrid();
   const int dp = plan.layout().dp();
   const int num_actors = plan.layout().pp() * dp;

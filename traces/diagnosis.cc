@@ -217,6 +217,13 @@ DiagnosisReport DiagnosisEngine::Finish() {
     completed = std::max(0, seen - 1);
   }
   report.steps_completed = completed;
+  if (seen == 0 && s.end && s.end->steps_completed() > 0) {
+    // A simulation at outputs.detail TRACE_NONE writes its statuses and end, not its ops.
+    report.notes.push_back("the trace holds no op events, yet its run completed " +
+                           std::to_string(s.end->steps_completed()) +
+                           " step(s): their times cannot be read from it (a simulation writes op "
+                           "events at outputs.detail TRACE_OPS)");
+  }
   report.step_events.assign(s.step_events.begin(), s.step_events.begin() + completed);
 
   // Step boundaries: each step ends at the latest end of its events; step 0 starts at its first op.
@@ -229,18 +236,19 @@ DiagnosisReport DiagnosisEngine::Finish() {
     report.step_times_s.push_back(Seconds(t - prev));
     prev = t;
   }
-  if (completed > 0) report.iteration_time_s = Seconds(prev - run_start) / completed;
-
-  // What the trace cannot tell stays unknown (NaN, printed "n/a"): another tool's trace has no
-  // FLOPs, peak or tokens unless its metadata gives them.
-  const double flops = h.model_flops_per_step(), peak = h.peak_flops_per_gpu();
+  // What the trace cannot tell stays unknown (NaN, printed "n/a", JSON null): another tool's trace
+  // has no FLOPs, peak or tokens unless its metadata gives them, and a run that completed no step
+  // has no step time (nor MFU, throughput).
   const double unknown = std::numeric_limits<double>::quiet_NaN();
+  report.iteration_time_s = completed > 0 ? Seconds(prev - run_start) / completed : unknown;
+  const bool timed = completed > 0;
+  const double flops = timed ? h.model_flops_per_step() : 0, peak = h.peak_flops_per_gpu();
   report.mfu = flops > 0 && peak > 0 ? Mfu(flops, report.world_size, peak, report.iteration_time_s) : unknown;
-  report.hfu = h.hardware_flops_per_step() > 0 && peak > 0
+  report.hfu = timed && h.hardware_flops_per_step() > 0 && peak > 0
                    ? Mfu(h.hardware_flops_per_step(), report.world_size, peak, report.iteration_time_s)
                    : unknown;
   report.tflops_per_gpu = flops > 0 ? TflopsPerGpu(flops, report.world_size, report.iteration_time_s) : unknown;
-  report.tokens_per_s = h.tokens_per_step() > 0 ? TokensPerSecond(h.tokens_per_step(), report.iteration_time_s)
+  report.tokens_per_s = timed && h.tokens_per_step() > 0 ? TokensPerSecond(h.tokens_per_step(), report.iteration_time_s)
                                                 : unknown;
   for (int64_t id : h.step_ids()) report.step_ids.push_back(id);
 

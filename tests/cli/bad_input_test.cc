@@ -143,6 +143,22 @@ TEST(BadInput, MissingScenarioFileNamesThePath) {
   EXPECT_NE(r.err.find("/no/such/scenario.textproto"), std::string::npos) << r.err;
 }
 
+TEST(BadInput, AFolderGivenAsTheScenarioIsNamedSo) {
+  const std::string dir = ::testing::TempDir();
+  for (const char* cmd : {"plan", "validate", "simulate -q"}) {
+    auto r = RunCli(std::string(cmd) + " " + dir);
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_NE(r.err.find("is a folder"), std::string::npos) << cmd << ": " << r.err;
+  }
+}
+
+TEST(BadInput, AMisspelledCommandIsNamedWithTheCommands) {
+  auto r = RunCli("simulat x.textproto");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'simulat'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("simulate"), std::string::npos) << "the list of commands: " << r.err;
+}
+
 TEST(BadInput, UnknownFlagExitsTwo) {
   auto r = RunCli("simulate --no-such-flag x.textproto");
   EXPECT_EQ(r.exit_code, 2);

@@ -83,7 +83,8 @@ TEST(OutputFiles, EmptyPathsAndFoldersAreRefused) {
 }
 
 // Runs the binary with `args` (split on spaces), stops it with `sig` after `after_ms`, and says
-// whether the signal is what ended it (false: it finished first).
+// whether the signal is what ended it (false: it finished first, with exit code 0; a command that
+// caught the signal and exited on its own, as SimGrid's handler did with 1, fails the test).
 bool StoppedBySignal(const std::string& args, int sig, int after_ms) {
   std::vector<std::string> words;
   std::istringstream in(args);
@@ -102,6 +103,7 @@ bool StoppedBySignal(const std::string& args, int sig, int after_ms) {
   ::kill(pid, sig);
   int status = 0;
   ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) EXPECT_EQ(WEXITSTATUS(status), 0) << args << ": exited on signal " << sig;
   return WIFSIGNALED(status) && WTERMSIG(status) == sig;
 }
 

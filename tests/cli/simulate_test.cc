@@ -61,6 +61,12 @@ TEST(Simulate, FailureScenarioReportsTheFailedRankAndTime) {
   EXPECT_LE(j["failure"]["time_s"].get<double>(), 0.2 + 1e-9);
   EXPECT_GE(j["failure"]["time_s"].get<double>(), 0.2 - 1.0);
   EXPECT_LT(j["steps_completed"].get<int>(), 3);
+  if (j["steps_completed"].get<int>() == 0) {
+    // No step completed: no step time, MFU or throughput to report (null, never 0).
+    for (const char* key : {"iteration_time_s", "mfu", "tokens_per_s", "tflops_per_gpu"}) {
+      EXPECT_TRUE(j[key].is_null()) << key << " = " << j[key].dump();
+    }
+  }
 }
 
 TEST(Simulate, TraceFileDiagnosesLikeTheLiveRunAndExportsToPerfetto) {

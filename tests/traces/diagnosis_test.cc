@@ -284,6 +284,19 @@ TEST(Diagnosis, TimeoutWithoutHeartbeatBlamesTheRankThatWentSilentFirst) {
       << r.failure->evidence;
 }
 
+// A simulation at outputs.detail TRACE_NONE writes no op events: a trace of a run that completed
+// steps but holds none says why its steps are not timed, instead of a bare "0 steps".
+TEST(Diagnosis, ATraceWithoutOpEventsOfACompletedRunSaysSo) {
+  RunEnd end;
+  end.set_steps_completed(2);
+  DiagnosisReport r = DiagnoseFile({}, Header(1, 1, 2), {}, &end);
+  EXPECT_EQ(r.steps_completed, 0);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("no op events"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("completed 2 step(s)"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("TRACE_OPS"), std::string::npos) << r.notes[0];
+}
+
 TEST(Diagnosis, JsonHasTheStableFieldNamesAndTextSummarizes) {
   DiagnosisReport r = DiagnoseFile(TwoStageTrace(), TwoStageHeader());
   nlohmann::json j = nlohmann::json::parse(ReportToJson(r));
