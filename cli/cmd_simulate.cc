@@ -50,6 +50,8 @@ void PrintText(const Scenario& scenario, const Plan& plan, const DiagnosisReport
     std::printf("straggler     rank %d (stage %d): compute %.1f%% slower than its stage peers\n", s.rank,
                 s.stage, 100 * s.slowdown);
   }
+  if (r.slow_link) std::printf("slow link     %s\n", SlowLinkText(*r.slow_link).c_str());
+  if (r.hang) std::printf("hang          %s\n", HangText(*r.hang).c_str());
   if (r.failure) {
     std::printf("failure       rank %d stopped at t = %.3f s, detected at %.3f s (%s)\n", r.failure->rank,
                 r.failure->time_s, r.failure->detected_s, r.failure->evidence.c_str());

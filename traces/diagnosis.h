@@ -163,6 +163,10 @@ Result<DiagnosisReport> DiagnoseTraceFile(const std::string& path, DiagnosisOpti
 // The report as JSON text (stable field names) and as a short human summary.
 std::string ReportToJson(const DiagnosisReport& report);
 std::string ReportToText(const DiagnosisReport& report);
+// One finding as the text report words it (without its "hang: " label): for other reports
+// (simulate's) to say the same.
+std::string SlowLinkText(const LinkFinding& link);
+std::string HangText(const HangFinding& hang);
 // The heat map as CSV: "step,rank,dp,pp,tp,compute_s", one line per recorded rank and completed
 // step.
 std::string HeatMapToCsv(const DiagnosisReport& report);

@@ -156,6 +156,16 @@ std::string ReportToJson(const DiagnosisReport& r) {
   return j.dump(2);
 }
 
+std::string SlowLinkText(const LinkFinding& l) {
+  return std::string(LinkKindName(l.kind)) + (l.rank >= 0 ? ": rank " + std::to_string(l.rank) : std::string()) +
+         " (" + l.evidence + ")";
+}
+
+std::string HangText(const HangFinding& h) {
+  return "rank " + std::to_string(h.rank) + " in step " + std::to_string(h.step) + ", " + HangCauseName(h.cause) +
+         " (" + h.evidence + ")";
+}
+
 std::string ReportToText(const DiagnosisReport& r) {
   std::string out = "diagnosis of the " + (r.source.empty() ? std::string("?") : r.source) +
                     " trace" + (r.scenario_name.empty() ? "" : " of '" + r.scenario_name + "'") +
@@ -197,19 +207,12 @@ std::string ReportToText(const DiagnosisReport& r) {
     }
     out += "\n";
   }
-  if (r.slow_link) {
-    out += std::string(LinkKindName(r.slow_link->kind)) +
-           (r.slow_link->rank >= 0 ? ": rank " + std::to_string(r.slow_link->rank) : std::string()) +
-           " (" + r.slow_link->evidence + ")\n";
-  }
+  if (r.slow_link) out += SlowLinkText(*r.slow_link) + "\n";
   if (r.drift.drifting) {
     out += Fmt("drift: launch skew grows %.3g ms per step (last step %.3g ms; latest rank %.0f)\n",
                   1e3 * r.drift.slope_s_per_step, 1e3 * r.drift.skew_s.back(), r.drift.latest_rank);
   }
-  if (r.hang) {
-    out += "hang: rank " + std::to_string(r.hang->rank) + " in step " + std::to_string(r.hang->step) +
-           ", " + HangCauseName(r.hang->cause) + " (" + r.hang->evidence + ")\n";
-  }
+  if (r.hang) out += "hang: " + HangText(*r.hang) + "\n";
   for (size_t i = 0; i < r.what_if.size() && i < 3; ++i) {
     const WhatIfFinding& w = r.what_if[i];
     if (w.slowdown <= 0) break;

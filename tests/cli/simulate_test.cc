@@ -52,6 +52,17 @@ TEST(Simulate, StragglerScenarioNamesTheInjectedRank) {
   EXPECT_NEAR(j["stragglers"][0]["slowdown"].get<double>(), 1 / 0.9 - 1, 0.01);
 }
 
+// The text report says what the diagnosis found, the slow link and the hang too (as diagnose
+// does), not only stragglers and failures.
+TEST(Simulate, TextNamesTheSlowLinkAndTheHang) {
+  auto slow = testing::RunCli("simulate -q " + Scenario("faults-degraded-nic-64"));
+  ASSERT_EQ(slow.exit_code, 0) << slow.err;
+  EXPECT_NE(slow.out.find("slow link     slow NIC: rank 21"), std::string::npos) << slow.out;
+  auto hung = testing::RunCli("simulate -q " + Scenario("faults-nic-flap-long-64"));
+  ASSERT_EQ(hung.exit_code, 0) << hung.err;
+  EXPECT_NE(hung.out.find("hang          rank 21 in step 1, communication/NIC"), std::string::npos) << hung.out;
+}
+
 TEST(Simulate, FailureScenarioReportsTheFailedRankAndTime) {
   json j = RunJson("simulate -q --json " + Scenario("gpu-failure-64"));
   EXPECT_TRUE(j["run_failed"].get<bool>());
