@@ -49,7 +49,8 @@ void PrintOutcome(const char* label, const EttrOutcome& o, double step_time_s) {
 }  // namespace
 
 Status RunEttr(const EttrArgs& args) {
-  MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
+  MS_ASSIGN_OR_RETURN(Scenario resolved, LoadResolvedScenario(args.scenario));
+  MS_ASSIGN_OR_RETURN(Scenario scenario, WithSearchedLayout(resolved, "ettr"));
   if (!args.csv.empty()) MS_RETURN_IF_ERROR(CheckOutputFile("--csv", args.csv));
   MS_RETURN_IF_ERROR(CheckDistinct({{"scenario", args.scenario}}, {{"--csv", args.csv}}));
   if (!scenario.has_reliability()) {  // no block: every default (sim/reliability.proto)

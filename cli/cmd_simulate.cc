@@ -64,7 +64,8 @@ void PrintText(const Scenario& scenario, const Plan& plan, const DiagnosisReport
 }  // namespace
 
 Status RunSimulate(const SimulateArgs& args) {
-  MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario, args.calibration));
+  MS_ASSIGN_OR_RETURN(Scenario resolved, LoadResolvedScenario(args.scenario, args.calibration));
+  MS_ASSIGN_OR_RETURN(Scenario scenario, WithSearchedLayout(resolved, "simulate"));
   OutputSpec* out = scenario.mutable_outputs();
   if (!args.trace.empty()) out->set_trace(args.trace);
   if (!args.chrome.empty()) {

@@ -9,6 +9,9 @@
 #include "planner/collective_cost.h"
 #include "planner/dp_collectives.h"
 #include "planner/scenario_io.h"
+#include "planner/search.h"
+#include "planner/search_inverse.h"
+#include "planner/search_space.h"
 #include "planner/validate.h"
 
 namespace megascale::cli {
@@ -20,6 +23,32 @@ Result<Scenario> LoadResolvedScenario(const std::string& path, const std::string
     MS_ASSIGN_OR_RETURN(*raw.mutable_cluster()->mutable_calibration(), LoadCalibration(calibration, "--calibration"));
   }
   return ResolveScenario(raw);
+}
+
+Result<Scenario> WithSearchedLayout(const Scenario& resolved, const std::string& command) {
+  if (!resolved.search().enabled()) return resolved;
+  RankedLayout best;
+  int num_gpus = 0;
+  int64_t global_batch = 0;
+  if (resolved.search().token_budget() > 0) {
+    MS_ASSIGN_OR_RETURN(InverseAnswer a, SmallestCluster(resolved));
+    best = a.search.best.front();
+    num_gpus = a.search.num_gpus;
+    global_batch = a.search.global_batch;
+  } else {
+    MS_ASSIGN_OR_RETURN(SearchResult r, SearchLayouts(resolved));
+    best = r.best.front();
+    num_gpus = r.num_gpus;
+    global_batch = r.global_batch;
+  }
+  Scenario chosen = WithCandidate(resolved, best.candidate, num_gpus, global_batch);
+  chosen.mutable_search()->set_enabled(false);
+  const LayoutSpec& l = best.candidate.layout;
+  std::fprintf(stderr,
+               "megascale: note: search.enabled: %s runs the search's best layout, %s GPUs: TP %d x PP %d x "
+               "DP %d, micro-batch %d (megascale plan ranks the layouts)\n",
+               command.c_str(), Thousands(num_gpus).c_str(), l.tp(), l.pp(), l.dp(), best.candidate.micro_batch);
+  return ResolveScenario(chosen);
 }
 
 nlohmann::json LayoutJson(const Plan& plan) {

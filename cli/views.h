@@ -16,6 +16,11 @@ namespace megascale::cli {
 // LoadScenario + ResolveScenario. A non-empty `calibration` (a --calibration file) replaces the
 // scenario's cluster.calibration_file.
 Result<Scenario> LoadResolvedScenario(const std::string& path, const std::string& calibration = "");
+// What a command that runs one layout (simulate, ettr) runs of a scenario with search.enabled:
+// the search's best layout (the inverse question's answer, with its GPU count, where
+// search.token_budget is set), with a note on stderr naming it; the search's error where no
+// layout fits. Any other scenario as it is.
+Result<Scenario> WithSearchedLayout(const Scenario& resolved, const std::string& command);
 
 nlohmann::json LayoutJson(const Plan& plan);
 // The same names for a layout that has no Plan (the search's and the sweep's).

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cstdio>
+#include <fstream>
 #include <set>
+#include <unistd.h>
 
 #include "tests/cli/cli_runner.h"
 
@@ -61,6 +64,27 @@ TEST(Simulate, TextNamesTheSlowLinkAndTheHang) {
   auto hung = testing::RunCli("simulate -q " + Scenario("faults-nic-flap-long-64"));
   ASSERT_EQ(hung.exit_code, 0) << hung.err;
   EXPECT_NE(hung.out.find("hang          rank 21 in step 1, communication/NIC"), std::string::npos) << hung.out;
+}
+
+// A scenario with search.enabled: simulate runs the layout plan ranks first (not the scenario's
+// own layout block, which the search ignores), and says so.
+TEST(Simulate, ASearchScenarioRunsTheSearchsBestLayout) {
+  const std::string path = ::testing::TempDir() + "/search_small_" + std::to_string(::getpid()) + ".textproto";
+  {
+    std::ofstream out(path);
+    out << testing::Slurp(Scenario("small-64")) << "\nsearch { enabled: true }\n";
+  }
+  json plan = RunJson("plan --json " + path);
+  auto r = RunCli("simulate -q --json " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json sim = json::parse(r.out);
+  ASSERT_TRUE(plan["layouts"].is_array()) << plan.dump();
+  const json& best = plan["layouts"][0]["layout"];
+  for (const char* key : {"tp", "pp", "dp", "micro_batch", "zero_stage", "recompute"}) {
+    EXPECT_EQ(sim["layout"][key], best[key]) << key;
+  }
+  EXPECT_NE(r.err.find("search's best layout"), std::string::npos) << r.err;
 }
 
 TEST(Simulate, FailureScenarioReportsTheFailedRankAndTime) {
