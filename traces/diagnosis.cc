@@ -290,6 +290,7 @@ DiagnosisReport DiagnosisEngine::Finish() {
   for (const auto& [stage, members] : by_stage) {
     std::vector<double> values;
     for (int r : members) values.push_back(compute[r]);
+    std::sort(values.begin(), values.end());
     const double median = Median(values);
     if (median <= 0) continue;
     std::vector<double> spread;
@@ -298,7 +299,11 @@ DiagnosisReport DiagnosisEngine::Finish() {
     const double noise = members.size() >= 3 ? 1.4826 * Median(spread) : 0.0;
     const double bar = std::max(options_.straggler_threshold, options_.straggler_noise_sigmas * noise);
     for (int r : members) {
-      findings.push_back({r, stage, compute[r], median, compute[r] / median - 1, bar});
+      // Against its peers' median (the stage without it); alone in its stage, against itself.
+      const double others = MedianWithout(values, compute[r]);
+      const double peers = members.size() >= 2 && others > 0 ? others : compute[r];
+      if (peers <= 0) continue;
+      findings.push_back({r, stage, compute[r], peers, compute[r] / peers - 1, bar});
     }
   }
   std::stable_sort(findings.begin(), findings.end(),

@@ -34,7 +34,7 @@ struct RankFinding {
   int rank = 0;
   int stage = 0;
   double compute_s = 0;               // mean compute-lane busy time per step
-  double peer_median_compute_s = 0;   // median of the same stage's ranks
+  double peer_median_compute_s = 0;   // median of the same stage's other ranks
   double slowdown = 0;                // compute_s / peer_median_compute_s - 1
   double threshold = 0;               // the bar its stage applied (DiagnosisOptions)
 };

@@ -197,7 +197,7 @@ std::string ReportToText(const DiagnosisReport& r) {
              Fmt("+%.1f%%", 100 * f.slowdown) + (i + 1 < r.stragglers.size() ? "," : "");
     }
     if (r.stragglers.size() > 5) out += " and " + std::to_string(r.stragglers.size() - 5) + " more";
-    out += " compute vs their stage's median\n";
+    out += " compute vs their peers' median (their stage's other ranks)\n";
   }
   if (r.waiting_count > 0) {
     out += "waiting: " + std::to_string(r.waiting_count) + " rank(s) compute at their peers' pace but wait longer";

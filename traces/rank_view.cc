@@ -70,7 +70,7 @@ Result<RankView> MakeRankView(const DiagnosisReport& report, int rank, const std
     return Status::BadField(field, std::to_string(rank),
                             "must be a rank of the trace, 0.." + std::to_string(layout.world_size() - 1));
   }
-  // Each stage's median compute: the yardstick the straggler analysis uses.
+  // Each stage's compute, sorted: a member's yardstick is its peers' median, as the stragglers'.
   std::map<int, std::vector<double>> by_stage;
   auto recorded = [&](int r) {
     return r < static_cast<int>(report.rank_recorded.size()) ? report.rank_recorded[r] : true;
@@ -78,8 +78,7 @@ Result<RankView> MakeRankView(const DiagnosisReport& report, int rank, const std
   for (int r = 0; r < layout.world_size(); ++r) {
     if (recorded(r)) by_stage[layout.CoordsOf(r).pp].push_back(report.rank_breakdown[r].compute_s);
   }
-  std::map<int, double> median;
-  for (auto& [stage, values] : by_stage) median[stage] = Median(std::move(values));
+  for (auto& [stage, values] : by_stage) std::sort(values.begin(), values.end());
   auto member = [&](int r) {
     const RankCoords c = layout.CoordsOf(r);
     GroupMember m;
@@ -89,7 +88,9 @@ Result<RankView> MakeRankView(const DiagnosisReport& report, int rank, const std
     m.pp = c.pp;
     // A rank the trace does not record (a timer trace's TP peers) has no figures: NaN, "n/a".
     m.compute_s = recorded(r) ? report.rank_breakdown[r].compute_s : std::numeric_limits<double>::quiet_NaN();
-    m.slowdown = median[c.pp] > 0 ? m.compute_s / median[c.pp] - 1 : 0;
+    // Against its peers' median (its stage without it), as the straggler finding is.
+    const double peers = recorded(r) ? MedianWithout(by_stage[c.pp], m.compute_s) : 0;
+    m.slowdown = peers > 0 ? m.compute_s / peers - 1 : 0;
     m.straggler = std::any_of(report.stragglers.begin(), report.stragglers.end(),
                               [&](const RankFinding& f) { return f.rank == r; });
     return m;
@@ -123,7 +124,7 @@ std::vector<GroupMember> DpGroupShown(const RankView& v) {
 std::string RankViewToText(const RankView& v) {
   char head[160];
   std::snprintf(head, sizeof head,
-                "3D view of rank %d (%s): tp %d, dp %d, pp %d; compute vs its stage's median\n", v.rank,
+                "3D view of rank %d (%s): tp %d, dp %d, pp %d; compute vs its peers' median\n", v.rank,
                 v.why.c_str(), v.tp, v.dp, v.pp);
   const std::vector<GroupMember> dp = DpGroupShown(v);
   std::string out = head;

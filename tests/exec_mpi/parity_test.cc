@@ -20,7 +20,7 @@ const std::string kScenario = std::string(MEGASCALE_SOURCE_DIR) + "/scenarios/pa
 constexpr int kRanks = 4;
 constexpr int kSlowRank = 1;
 constexpr double kSpeed = 0.25;  // the scenario's
-// Injected: every compute op of rank 1 takes 1/speed of its time, so against its stage's median
+// Injected: every compute op of rank 1 takes 1/speed of its time, so against its peers' median
 // (a healthy rank's: three of the four ranks are healthy) its compute is 1/speed - 1 = +300% more.
 constexpr double kInjected = 1 / kSpeed - 1;
 // Both diagnoses run with the default options: the straggler bar rises with a stage's own spread

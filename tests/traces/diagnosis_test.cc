@@ -188,9 +188,10 @@ TEST(Diagnosis, TenPercentSlowerReplicaIsTheOnlyStraggler) {
 
 TEST(Diagnosis, NoisyPeersRaiseTheStragglerBarToTheirSpread) {
   // Eight replicas whose compute spreads by up to +-8%, as CPU ranks sharing cores do, and rank 6
-  // at twice the work. Slowdowns against the median 1.02: their absolute values' median is
-  // (0.05 + 0.06) / 2 / 1.02 = 0.054, x 1.4826 x 3 sigmas = a bar of 0.24: rank 6 (+96%) is a
-  // straggler; ranks 3 (+5.9%) and 7 (+3.9%) are noise, though both exceed the fixed 0.02.
+  // at twice the work. The noise: deviations from the stage's median 1.02, their absolute values'
+  // median (0.05 + 0.06) / 2 / 1.02 = 0.054, x 1.4826 x 3 sigmas = a bar of 0.24. Each rank
+  // against its peers' median (1.0 for every rank above 1.0): rank 6 (+100%) is a straggler; ranks
+  // 3 (+8%), 7 (+6%) and 1 (+4%) are noise, though they exceed the fixed 0.02.
   const double factor[8] = {0.93, 1.04, 0.97, 1.08, 1.0, 0.95, 2.0, 1.06};
   std::vector<TraceEvent> ev;
   for (int rank = 0; rank < 8; ++rank) {
@@ -202,12 +203,13 @@ TEST(Diagnosis, NoisyPeersRaiseTheStragglerBarToTheirSpread) {
   EXPECT_EQ(r.stragglers[0].rank, 6);
   const double median = 1.02, mad = (0.05 + 0.06) / 2 / median;
   EXPECT_NEAR(r.stragglers[0].threshold, 3 * 1.4826 * mad, 1e-6);
-  EXPECT_NEAR(r.stragglers[0].slowdown, 2.0 / median - 1, 1e-6);
+  EXPECT_NEAR(r.stragglers[0].slowdown, 2.0 / 1.0 - 1, 1e-6);
+  EXPECT_NEAR(r.stragglers[0].peer_median_compute_s * 1e3 / 10, 1.0, 1e-6) << "the others' median, per op";
 
   // Without the noise rule every rank over +2% would be named.
   DiagnosisOptions fixed;
   fixed.straggler_noise_sigmas = 0;
-  EXPECT_EQ(DiagnoseFile(ev, Header(1, 1, 8), {}, nullptr, fixed).stragglers.size(), 3u);  // 6, 3, 7
+  EXPECT_EQ(DiagnoseFile(ev, Header(1, 1, 8), {}, nullptr, fixed).stragglers.size(), 4u);  // 6, 3, 7, 1
 }
 
 TEST(Diagnosis, StragglersAreJudgedAgainstTheirOwnStage) {
@@ -224,8 +226,8 @@ TEST(Diagnosis, StragglersAreJudgedAgainstTheirOwnStage) {
   ASSERT_EQ(r.stragglers.size(), 1u);
   EXPECT_EQ(r.stragglers[0].rank, 3);
   EXPECT_EQ(r.stragglers[0].stage, 1);
-  // The median of two peers is their mean: 2.2 / 2.1 - 1.
-  EXPECT_NEAR(r.stragglers[0].slowdown, 2.2 / 2.1 - 1, 1e-9);
+  // Against its one peer (not the median of the two, their mean, which would say 2.2 / 2.1 - 1).
+  EXPECT_NEAR(r.stragglers[0].slowdown, 2.2 / 2.0 - 1, 1e-9);
 }
 
 TEST(Diagnosis, HeartbeatLossNamesTheRankAndItsTimes) {
