@@ -75,6 +75,9 @@ Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, c
   spec.set_rank_order(header.rank_order());
   const RankLayout layout(spec);
   std::vector<TimerRow>& rows = input.rows;
+  if (rows.empty()) {  // as a Chrome file without events: nothing to diagnose is an error, not "0 steps"
+    return Status::InvalidInput("timer trace '" + path + "' holds no rows (only its header line)");
+  }
   for (const TimerRow& r : rows) MS_RETURN_IF_ERROR(CheckPlacement(path, r, layout, header));
   std::vector<TimerOpType> types;
   for (const std::string& name : input.optypes) types.push_back(ClassifyTimerOp(name, meta.op_groups));

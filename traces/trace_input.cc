@@ -57,7 +57,9 @@ Result<TraceFormat> DetectTraceFormat(const std::string& path) {
   head.resize(static_cast<size_t>(in.gcount()));
   const size_t first = head.find_first_not_of(" \t\r\n");
   const std::string line = first == std::string::npos ? "" : head.substr(first, head.find('\n', first) - first);
-  if (line.find("optype") != std::string::npos && line.find("start_ts") != std::string::npos) {
+  // Either column's name makes it a timer trace: one that lacks the other is then refused by the
+  // timer reader naming the missing column, not read as a corrupt binary trace.
+  if (line.find("optype") != std::string::npos || line.find("start_ts") != std::string::npos) {
     return line[0] == '{' ? TraceFormat::kTimerJsonLines : TraceFormat::kMegatronCsv;
   }
   if (first != std::string::npos && (head[first] == '{' || head[first] == '[')) {

@@ -118,6 +118,9 @@ TEST(TimerImport, BadRowsNameTheLineAndTheField) {
             std::string::npos);
   EXPECT_NE(ImportError(std::string(kHeaderLine) + "0,0,0,1.5,gc,0.1,1,0,0,-1,0\n").find("step = \"1.5\": must be an integer"),
             std::string::npos);
+  // A header and no row: nothing to diagnose, as a Chrome file without events.
+  const std::string empty = ImportError(kHeaderLine);
+  EXPECT_NE(empty.find("holds no rows"), std::string::npos) << empty;
   // Sizes that do not match the ranks: rank 4 in a 2 x 2 job.
   const std::string beyond = ImportError(std::string(kHeaderLine) + "0,0,0,0,gc,0,1,0,0,-1,0\n1,1,4,0,gc,0,1,0,0,-1,0\n");
   EXPECT_NE(beyond.find("line 3: rank = 4: must be in [0, world_size"), std::string::npos) << beyond;
@@ -126,6 +129,25 @@ TEST(TimerImport, BadRowsNameTheLineAndTheField) {
   EXPECT_NE(placed.find("line 2: rank 2 has stage 0, dp_rank 1 but the metadata's sizes put it on stage 1, dp_rank 0"),
             std::string::npos)
       << placed;
+}
+
+// By content, a CSV that names either timer column is a timer trace: the one it lacks is named
+// (it was read as a corrupt binary trace when it lacked start_ts or optype).
+TEST(TimerImport, AutoDetectionTakesATimerCsvMissingAColumnAndNamesIt) {
+  for (const char* missing : {"start_ts", "optype"}) {
+    std::string header = kHeaderLine;
+    const size_t at = header.find(std::string(missing) + ",");
+    header.erase(at, std::string(missing).size() + 1);
+    TempFile c("m.csv", header + "0,0,0,0,gc,0,0,0,-1,0\n"), m("m.yaml", kMeta2x2);
+    Result<TraceFormat> format = DetectTraceFormat(c.path);
+    ASSERT_TRUE(format.ok());
+    EXPECT_EQ(*format, TraceFormat::kMegatronCsv) << missing;
+    CollectSink sink;
+    Result<ImportStats> r = ReplayInput({c.path, TraceFormat::kAuto, m.path}, &sink);
+    ASSERT_FALSE(r.ok()) << missing;
+    EXPECT_NE(r.status().message().find("no column \"" + std::string(missing) + "\""), std::string::npos)
+        << r.status().message();
+  }
 }
 
 TEST(TimerImport, StepsOnTheirOwnClocksAreLaidEndToEndAndKeepTheirNumbers) {
