@@ -28,10 +28,6 @@ namespace {
 
 std::string Quoted(const std::string& s) { return "'" + s + "'"; }
 
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 Result<double> ParseThreshold(const std::string& text) {
   char* end = nullptr;
   errno = 0;
@@ -91,12 +87,7 @@ Status RunDiagnose(const DiagnoseArgs& args) {
     MS_RETURN_IF_ERROR(CheckOutputFile("--timeline", args.timeline));
     options.keep_ideal_timeline = true;
   }
-  if (!args.heatmap.empty()) {
-    if (!EndsWith(args.heatmap, ".svg") && !EndsWith(args.heatmap, ".csv")) {
-      return Status::BadField("--heatmap", Quoted(args.heatmap), "must end in .svg or .csv");
-    }
-    MS_RETURN_IF_ERROR(CheckOutputFile("--heatmap", args.heatmap));
-  }
+  if (!args.heatmap.empty()) MS_RETURN_IF_ERROR(CheckOutputFileOfType("--heatmap", args.heatmap, {".svg", ".csv"}));
   if (!args.predicted.empty()) MS_RETURN_IF_ERROR(CheckInputFile("--predicted", args.predicted));
   MS_RETURN_IF_ERROR(CheckDistinct({{"trace", args.trace}, {"--meta", args.meta}, {"--predicted", args.predicted}},
                                    {{"--html", args.html}, {"--heatmap", args.heatmap}, {"--timeline", args.timeline}}));
@@ -125,7 +116,7 @@ Status RunDiagnose(const DiagnoseArgs& args) {
   }
   if (!args.heatmap.empty()) {
     MS_RETURN_IF_ERROR(WriteFileAtomically(
-        args.heatmap, EndsWith(args.heatmap, ".svg") ? HeatMapSvg(report.heatmap) : HeatMapToCsv(report)));
+        args.heatmap, HasExtension(args.heatmap, ".svg") ? HeatMapSvg(report.heatmap) : HeatMapToCsv(report)));
   }
   if (args.json && comparison) {
     nlohmann::json j = nlohmann::json::parse(ReportToJson(report));
@@ -142,6 +133,15 @@ Status RunExport(const ExportArgs& args) {
   MS_RETURN_IF_ERROR(CheckInputFile("trace", args.trace));
   MS_RETURN_IF_ERROR(CheckOutputFile("--chrome", args.chrome));
   MS_RETURN_IF_ERROR(CheckDistinct({{"trace", args.trace}}, {{"--chrome", args.chrome}}));
+  MS_ASSIGN_OR_RETURN(TraceFormat format, DetectTraceFormat(args.trace));
+  if (format != TraceFormat::kNative) {
+    // Another tool's file already opens in Perfetto (Chrome JSON) or is read by diagnose.
+    return Status::BadField("trace", "'" + args.trace + "'",
+                            std::string("export converts megascale's binary trace (simulate or run --trace); this "
+                                        "file reads as ") +
+                                (format == TraceFormat::kChrome ? "Chrome JSON, which Perfetto opens as it is"
+                                                                : "a timer trace: diagnose it with --meta"));
+  }
   MS_RETURN_IF_ERROR(ExportChromeTrace(args.trace, args.chrome));
   std::cerr << "wrote " << args.chrome << " (open it at ui.perfetto.dev)\n";
   return Status::Ok();

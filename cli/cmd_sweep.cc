@@ -66,10 +66,10 @@ Status RunSweep(const SweepArgs& args) {
     if (args.batches.empty() && request.batches.size() > 1) request.batches.clear();
   }
   if (!args.batches.empty()) request.batches = args.batches;
-  const std::string csv = args.csv.empty() ? scenario.name() + ".sweep.csv" : args.csv;
-  const std::string svg = args.svg.empty() ? scenario.name() + ".sweep.svg" : args.svg;
+  const std::string csv = args.csv.empty() ? FileNameOf(scenario.name()) + ".sweep.csv" : args.csv;
+  const std::string svg = args.svg.empty() ? FileNameOf(scenario.name()) + ".sweep.svg" : args.svg;
   MS_RETURN_IF_ERROR(CheckOutputFile("--csv", csv));
-  MS_RETURN_IF_ERROR(CheckOutputFile("--svg", svg));
+  MS_RETURN_IF_ERROR(CheckOutputFileOfType("--svg", svg, {".svg"}));
   MS_RETURN_IF_ERROR(CheckDistinct({{"scenario", args.scenario}}, {{"--csv", csv}, {"--svg", svg}}));
   MS_ASSIGN_OR_RETURN(std::vector<SweepPoint> points, megascale::RunSweep(scenario, request));
 

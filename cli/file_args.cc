@@ -4,6 +4,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +40,29 @@ Status CheckInputFile(const std::string& field, const std::string& path) {
   }
   if (S_ISDIR(st.st_mode)) return Status::BadField(field, Quoted(path), "is a folder, not a file");
   return Status::Ok();
+}
+
+bool HasExtension(const std::string& path, const std::string& extension) {
+  return path.size() >= extension.size() &&
+         path.compare(path.size() - extension.size(), extension.size(), extension) == 0;
+}
+
+Status CheckOutputFileOfType(const std::string& field, const std::string& path,
+                             const std::vector<std::string>& extensions) {
+  std::string list;
+  for (const std::string& ext : extensions) {
+    if (HasExtension(path, ext)) return CheckOutputFile(field, path);
+    list += (list.empty() ? "" : " or ") + ext;
+  }
+  return Status::BadField(field, Quoted(path), "must end in " + list);
+}
+
+std::string FileNameOf(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  }
+  return out;
 }
 
 Status CheckOutputFile(const std::string& field, const std::string& path) {

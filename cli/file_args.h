@@ -20,6 +20,15 @@ Status CheckInputFile(const std::string& field, const std::string& path);
 // The path names a file (not empty, not a folder) in a folder that exists and is writable (outputs
 // are written beside their target, then renamed over it).
 Status CheckOutputFile(const std::string& field, const std::string& path);
+// Whether `path` ends in `extension` (".svg").
+bool HasExtension(const std::string& path, const std::string& extension);
+// CheckOutputFile, and the path ends in one of `extensions` (".svg"): the format is chosen by it
+// or fixed, so "--svg plot.png" would write SVG into a .png.
+Status CheckOutputFileOfType(const std::string& field, const std::string& path,
+                             const std::vector<std::string>& extensions);
+// `name` as a file name: characters other than letters, digits, '.', '-' and '_' become '_' (a
+// default output path built from a scenario's name, which may hold '/').
+std::string FileNameOf(const std::string& name);
 // The folder of `path` has room for about `bytes` more (statvfs, the space an unprivileged writer
 // may use): else a BadField naming the field, what is needed and what is free. Checked up front,
 // so a long run is not refused only at its end.

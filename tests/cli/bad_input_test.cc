@@ -1,6 +1,7 @@
 // Bad input gets one clear message naming the field, the value and the rule, and exit code 2;
 // never a crash, never a partial output file.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -150,6 +151,20 @@ TEST(BadInput, AFolderGivenAsTheScenarioIsNamedSo) {
     EXPECT_EQ(r.exit_code, 2) << cmd;
     EXPECT_NE(r.err.find("is a folder"), std::string::npos) << cmd << ": " << r.err;
   }
+}
+
+// An output whose format its extension does not match: SVG into a .png, a Chrome file to export.
+TEST(BadInput, AnOutputOrInputOfTheWrongKindIsRefused) {
+  const std::string scenario = std::string(MEGASCALE_SOURCE_DIR) + "/scenarios/small-64.textproto";
+  const std::string png = ::testing::TempDir() + "/plot.png";
+  auto sweep = RunCli("sweep " + scenario + " --gpus 64 --svg " + png);
+  EXPECT_EQ(sweep.exit_code, 2);
+  EXPECT_NE(sweep.err.find("must end in .svg"), std::string::npos) << sweep.err;
+  EXPECT_NE(::access(png.c_str(), F_OK), 0) << "nothing written";
+  const std::string chrome = WriteTemp("already.json", "{\"traceEvents\": []}");
+  auto exp = RunCli("export " + chrome + " --chrome " + ::testing::TempDir() + "/out.json");
+  EXPECT_EQ(exp.exit_code, 2);
+  EXPECT_NE(exp.err.find("reads as Chrome JSON"), std::string::npos) << exp.err;
 }
 
 TEST(BadInput, AMisspelledCommandIsNamedWithTheCommands) {
