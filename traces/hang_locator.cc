@@ -81,15 +81,23 @@ std::optional<HangLocator::OpInfo> HangLocator::Resolve(const Wait& w, int stage
 
 std::optional<std::pair<int, HangLocator::OpInfo>> HangLocator::NextCommunication(int rank, int hung_step,
                                                                                   int stage) const {
-  const int after = rank < static_cast<int>(last_.size()) && last_[rank].step == hung_step ? last_[rank].op_id : -1;
-  std::optional<std::pair<int, OpInfo>> next;
-  for (const auto& [key, info] : program_) {
-    const int st = static_cast<int>(key >> 32);
-    const int id = static_cast<int>(key & 0xffffffffu);
-    if (st != stage || id <= after || info.group == NO_GROUP || info.lane == COMPUTE) continue;
-    if (!next || id < next->first) next = std::make_pair(id, info);
+  if (comm_.empty()) {
+    // Each stage's communication ops by id, once (a hang at scale asks for thousands of ranks).
+    for (const auto& [key, info] : program_) {
+      if (info.group == NO_GROUP || info.lane == COMPUTE) continue;
+      comm_[static_cast<int>(key >> 32)].emplace_back(static_cast<int>(key & 0xffffffffu), info);
+    }
+    for (auto& [st, ops] : comm_) {
+      std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
   }
-  return next;
+  const int after = rank < static_cast<int>(last_.size()) && last_[rank].step == hung_step ? last_[rank].op_id : -1;
+  auto it = comm_.find(stage);
+  if (it == comm_.end()) return std::nullopt;
+  const auto& ops = it->second;
+  auto next = std::upper_bound(ops.begin(), ops.end(), after, [](int id, const auto& op) { return id < op.first; });
+  if (next == ops.end()) return std::nullopt;
+  return *next;
 }
 
 std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<int>& stage,

@@ -22,6 +22,7 @@
 // Not thread-safe.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -73,6 +74,8 @@ class HangLocator {
   std::optional<std::pair<int, OpInfo>> NextCommunication(int rank, int hung_step, int stage) const;
 
   std::unordered_map<uint64_t, OpInfo> program_;   // (stage, op_id) -> op
+  // Built from program_ at the first NextCommunication: stage -> its communication ops by id.
+  mutable std::map<int, std::vector<std::pair<int, OpInfo>>> comm_;
   std::vector<LastOp> last_;                       // by rank
   std::vector<Wait> waits_;
   std::vector<RankStatus> lost_;                   // HEARTBEAT_LOST
