@@ -30,10 +30,6 @@ TreeNode BinaryTreeNode(int n, int rank) {
   return node;
 }
 
-int Edges(const TreeNode& node) {
-  return (node.parent >= 0) + (node.children[0] >= 0) + (node.children[1] >= 0);
-}
-
 }  // namespace
 
 namespace {
