@@ -103,7 +103,9 @@ bool StoppedBySignal(const std::string& args, int sig, int after_ms) {
   ::kill(pid, sig);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) EXPECT_EQ(WEXITSTATUS(status), 0) << args << ": exited on signal " << sig;
+  if (WIFEXITED(status)) {
+    EXPECT_EQ(WEXITSTATUS(status), 0) << args << ": exited on signal " << sig;
+  }
   return WIFSIGNALED(status) && WTERMSIG(status) == sig;
 }
 

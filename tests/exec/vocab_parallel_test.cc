@@ -63,7 +63,9 @@ TEST(VocabParallel, EmbeddingShardsSumToTheWholeLookupAndSplitItsGradient) {
     EmbeddingBackward(dpart.data(), r == 0 ? dp.data() : nullptr, dout.data(), tokens.data(), B, T, C, s.begin,
                       s.rows);
     for (int i = 0; i < s.rows * C; ++i) EXPECT_EQ(dpart[i], dwte[s.begin * C + i]) << "shard " << r << " " << i;
-    if (r == 0) EXPECT_EQ(dp, dwpe);
+    if (r == 0) {
+      EXPECT_EQ(dp, dwpe);
+    }
   }
   // One shard holds each token's row and the others add exact zeros: bitwise the whole lookup.
   EXPECT_EQ(sum, whole);

@@ -35,7 +35,9 @@ TEST(Hardware, KnownGpusAreEachLookedUp) {
     EXPECT_EQ(g->name, name);
     // Every GPU has vendor figures; the CPU's come only from a measured calibration.
     EXPECT_EQ(g->measured_only(), name == "CPU");
-    if (!g->measured_only()) EXPECT_GT(g->hbm_bytes_per_s, 0);
+    if (!g->measured_only()) {
+      EXPECT_GT(g->hbm_bytes_per_s, 0);
+    }
   }
 }
 

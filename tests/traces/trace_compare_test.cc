@@ -108,7 +108,9 @@ TEST(TraceCompare, OverlappingStepsAreTimedFromEndToEnd) {
   ASSERT_EQ(d->straggler_analysis.steps.size(), 3u);
   for (const StepSlowdown& k : d->straggler_analysis.steps) {
     EXPECT_NEAR(k.t_s, d->step_times_s[k.step], 1e-12) << "step " << k.step;
-    if (k.step > 0) EXPECT_NEAR(k.t_nodelay_s, k.t_s, 1e-12) << "step " << k.step;
+    if (k.step > 0) {
+      EXPECT_NEAR(k.t_nodelay_s, k.t_s, 1e-12) << "step " << k.step;
+    }
   }
   std::remove(t.c_str());
 }
