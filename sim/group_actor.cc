@@ -273,7 +273,7 @@ std::vector<bool> GroupActor::StuckGpus(const NetOp& n) const {
     sets.push_back(&n.dp->sends[replica_]);
     sets.push_back(&n.dp->sends[(replica_ + members - 1) % members]);
   }
-  std::vector<bool> stuck(tp_, sets.empty());
+  std::vector<bool> stuck(tp_, false);
   bool any = false;
   for (const FlowSet* set : sets) {
     for (int k = 0; k < tp_ && set->started; ++k) {

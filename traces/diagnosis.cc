@@ -300,8 +300,8 @@ DiagnosisReport DiagnosisEngine::Finish() {
     const double bar = std::max(options_.straggler_threshold, options_.straggler_noise_sigmas * noise);
     for (int r : members) {
       // Against its peers' median (the stage without it); alone in its stage, against itself.
-      const double others = MedianWithout(values, compute[r]);
-      const double peers = members.size() >= 2 && others > 0 ? others : compute[r];
+      const double others = MedianWithout(values, compute[r]);  // 0 when it is alone
+      const double peers = others > 0 ? others : compute[r];
       if (peers <= 0) continue;
       findings.push_back({r, stage, compute[r], peers, compute[r] / peers - 1, bar});
     }
