@@ -110,9 +110,13 @@ std::shared_future<Status> DistributedOptimizer::IssueDpOp(const Op& op, OpRecor
   const OpUnit unit{op.phase(), op.microbatch(), op.chunk(), op.layer()};
   const OpKind kind = op.kind();
   const uint32_t id = op.id();
-  return lane_.Post([this, b, dp, tp, rec, unit, kind, id, elements] {
-    return rec->CommAs(id, DP_COMM, unit, kind, 4.0 * elements,
-                       [&] { return kind == DP_ALL_GATHER ? GatherDp(*b, dp) : ReduceBucket(*b, tp, dp); });
+  // When the compute thread hands it over: a bucket that queues behind another was launched by
+  // its own layers' backward (the step graph's launch edge, traces/step_graph.h).
+  const int64_t issued = rec->NowNs();
+  return lane_.Post([this, b, dp, tp, rec, unit, kind, id, elements, issued] {
+    return rec->CommAs(
+        id, DP_COMM, unit, kind, 4.0 * elements,
+        [&] { return kind == DP_ALL_GATHER ? GatherDp(*b, dp) : ReduceBucket(*b, tp, dp); }, NO_GROUP, issued);
   });
 }
 

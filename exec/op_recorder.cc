@@ -82,7 +82,7 @@ void OpRecorder::CheckDevice(OpKind kind, uint32_t id) {
 }
 
 void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group,
-                        Lane lane, uint32_t id, int64_t ended_ns, int64_t cpu_ns) {
+                        Lane lane, uint32_t id, int64_t ended_ns, int64_t cpu_ns, int64_t issued_ns) {
   Placement where = PlacementOf(kind);
   if (group != NO_GROUP) where.group = group;
   where.lane = lane;
@@ -100,6 +100,7 @@ void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, doubl
   e.set_start_ns(start_ns - origin_ns_);
   e.set_end_ns(end_ns - origin_ns_);
   if (cpu_ns >= 0) e.set_cpu_ns(cpu_ns);
+  if (issued_ns >= 0 && issued_ns < start_ns) e.set_launch_ns(issued_ns - origin_ns_);
   if (where.lane == COMPUTE && kind != OPTIMIZER_STEP) {
     e.set_flops(ComputeOpCost(kind, unit.phase, shape_).flops);
   }

@@ -107,23 +107,27 @@ class OpRecorder {
     return CommAs(kUnplanned, lane, unit, kind, bytes, std::forward<F>(f), group);
   }
   // From any thread: the same for the plan's op `id` (kUnplanned: outside the program).
+  // `issued_ns` (NowNs's clock), if not -1: when the op was handed to the thread running it (a DP
+  // lane's queue), recorded as its launch_ns where that was before it began.
   static constexpr uint32_t kUnplanned = ~0u;
   template <typename F>
   Status CommAs(uint32_t id, Lane lane, const OpUnit& unit, OpKind kind, double bytes, F&& f,
-                Group group = NO_GROUP) {
-    return CommSince(device_->NowNs(), id, lane, unit, kind, bytes, std::forward<F>(f), group);
+                Group group = NO_GROUP, int64_t issued_ns = -1) {
+    return CommSince(device_->NowNs(), id, lane, unit, kind, bytes, std::forward<F>(f), group, issued_ns);
   }
   // The same for an op that began at start_ns (a receive posted then, waited for by f now).
   template <typename F>
   Status CommSince(int64_t start_ns, uint32_t id, Lane lane, const OpUnit& unit, OpKind kind, double bytes, F&& f,
-                   Group group = NO_GROUP) {
+                   Group group = NO_GROUP, int64_t issued_ns = -1) {
     const int watched = Watch(id, kind, unit.phase);  // timed from the wait: posting early is no hang
     const int64_t cpu = device_->ThreadCpuNs();
     Status s = f();
     Unwatch(watched);
-    Record(unit, kind, start_ns, bytes, group, lane, id, -1, CpuSince(cpu));
+    Record(unit, kind, start_ns, bytes, group, lane, id, -1, CpuSince(cpu), issued_ns);
     return s;
   }
+  // The device's clock (Device::NowNs): what `issued_ns` is read on.
+  int64_t NowNs() const { return device_->NowNs(); }
   // Runs f (which takes int64_t* comm_end_ns and returns Status) as two of the compute thread's
   // ops that run side by side, `first` then `second` in the program's order: one a TP collective
   // moving `bytes` per rank, the other a compute op (a GEMM fed by the collective's pieces as
@@ -184,8 +188,9 @@ class OpRecorder {
   // Ends the op at end_ns, or now (the clock read under the lock) when end_ns is -1. id kUnplanned:
   // the next id outside the program (in end order without a gate).
   // cpu_ns: the op's thread CPU time (TraceEvent.cpu_ns), -1 where the device has none.
+  // issued_ns: when it was handed to its thread (TraceEvent.launch_ns where before start_ns), or -1.
   void Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group, Lane lane,
-              uint32_t id, int64_t end_ns = -1, int64_t cpu_ns = -1);
+              uint32_t id, int64_t end_ns = -1, int64_t cpu_ns = -1, int64_t issued_ns = -1);
   // The calling thread's CPU time since `cpu_start` (ThreadCpuNs), -1 where the device has none.
   int64_t CpuSince(int64_t cpu_start) const {
     return cpu_start < 0 ? -1 : device_->ThreadCpuNs() - cpu_start;

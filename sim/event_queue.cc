@@ -23,6 +23,7 @@ int64_t EventQueue::EmitUntil(int64_t limit_ns) {
     ev.set_group(op.group());
     ev.set_start_ns(e.start_ns);
     ev.set_end_ns(e.end_ns);
+    if (e.launch_ns < e.start_ns) ev.set_launch_ns(e.launch_ns);
     ev.set_flops(op.flops());
     ev.set_bytes(op.comm_bytes() > 0 ? op.comm_bytes() : op.mem_bytes());
     ev.set_collective_seq(op.collective_seq());

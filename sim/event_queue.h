@@ -16,6 +16,7 @@ namespace megascale {
 struct PendingEvent {
   int64_t end_ns;
   int64_t start_ns;
+  int64_t launch_ns;  // when its dependencies were met: written to the trace where before start_ns
   int32_t step;
   uint32_t op;
   int32_t gpu_index;  // index in the actor's TP group; kAllGpus: every GPU of it, same times

@@ -46,6 +46,7 @@ GroupActor::GroupActor(SimWorld* world, int stage, int replica, int index)
   flows_ = sg4::Mailbox::by_name("flows-" + std::to_string(index));
   cursor_.assign(kNumLanes, 0);
   ready_.resize(tp_);
+  launch_.resize(tp_);
   scratch_end_.resize(tp_);
 }
 
@@ -114,14 +115,14 @@ void GroupActor::BeginStep() {
 }
 
 void GroupActor::ComputeReady(uint32_t id, int lane, int cursor) {
+  std::fill(launch_.begin(), launch_.end(), step_start_);
+  for (uint32_t d : info_->program->ops(static_cast<int>(id)).deps()) {
+    for (int k = 0; k < tp_; ++k) launch_[k] = std::max(launch_[k], End(d, k));
+  }
+  ready_ = launch_;
   if (cursor > 0) {
     const uint32_t prev = info_->lane_ops[lane][cursor - 1];
-    for (int k = 0; k < tp_; ++k) ready_[k] = End(prev, k);
-  } else {
-    std::fill(ready_.begin(), ready_.end(), step_start_);
-  }
-  for (uint32_t d : info_->program->ops(static_cast<int>(id)).deps()) {
-    for (int k = 0; k < tp_; ++k) ready_[k] = std::max(ready_[k], End(d, k));
+    for (int k = 0; k < tp_; ++k) ready_[k] = std::max(ready_[k], End(prev, k));
   }
 }
 
@@ -158,11 +159,12 @@ bool GroupActor::ResolveLanes() {
         n.op = id;
         n.cls = cls;
         n.ready = ready_;
+        n.launch = launch_;
         n.post = *std::max_element(ready_.begin(), ready_.end());
         ops_[id].status = kNetwork;
         break;
       }
-      Finish(id, ready_, scratch_end_);
+      Finish(id, ready_, scratch_end_, launch_);
       ++cursor_[lane];
     }
   }
@@ -181,20 +183,22 @@ void GroupActor::SetEnds(uint32_t id, const std::vector<double>& ends) {
   }
 }
 
-void GroupActor::Finish(uint32_t id, const std::vector<double>& start, const std::vector<double>& end) {
+void GroupActor::Finish(uint32_t id, const std::vector<double>& start, const std::vector<double>& end,
+                        const std::vector<double>& launch) {
   SetEnds(id, end);
   ops_[id].status = kDone;
   --ops_left_;
   ++world_->ops_done;
   step_end_ = std::max(step_end_, ops_[id].end);
-  const bool alike = std::all_of(start.begin(), start.end(), [&](double t) { return t == start[0]; }) &&
-                     std::all_of(end.begin(), end.end(), [&](double t) { return t == end[0]; });
-  if (alike) {
-    events_.Push(PendingEvent{ToNs(end[0]), ToNs(start[0]), step_, id, kAllGpus});
+  auto same = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [&](double t) { return t == v[0]; });
+  };
+  if (same(start) && same(end) && same(launch)) {
+    events_.Push(PendingEvent{ToNs(end[0]), ToNs(start[0]), ToNs(launch[0]), step_, id, kAllGpus});
     return;
   }
   for (int k = 0; k < tp_; ++k) {
-    events_.Push(PendingEvent{ToNs(end[k]), ToNs(start[k]), step_, id, k});
+    events_.Push(PendingEvent{ToNs(end[k]), ToNs(start[k]), ToNs(launch[k]), step_, id, k});
   }
 }
 

@@ -58,6 +58,7 @@ class GroupActor {
     uint32_t op = 0;
     OpClass cls = OpClass::kPp;
     std::vector<double> ready;  // per GPU: when the op was ready there (its trace start)
+    std::vector<double> launch; // per GPU: when its dependencies were met (GroupActor::launch_)
     double post = 0;            // when the group posts it
     bool posted = false;
     double deadline = 0;        // post + sim.collective_timeout_s
@@ -89,9 +90,11 @@ class GroupActor {
   void BeginStep();
   bool ResolveLanes();
   double End(uint32_t op, int k) const { const OpState& s = ops_[op]; return s.var < 0 ? s.end : pool_[s.var + k]; }
-  void ComputeReady(uint32_t op, int lane, int cursor);  // fills ready_
+  void ComputeReady(uint32_t op, int lane, int cursor);  // fills ready_ and launch_
   void SetEnds(uint32_t op, const std::vector<double>& ends);
-  void Finish(uint32_t op, const std::vector<double>& start, const std::vector<double>& end);
+  // `launch`: per GPU, when the op's dependencies were met (its trace launch_ns where before start).
+  void Finish(uint32_t op, const std::vector<double>& start, const std::vector<double>& end,
+              const std::vector<double>& launch);
   void Stop(double at);
   // NCCL's watchdog fails the op on the GPUs whose own transfer is still pending: a lockstep
   // group's other GPUs moved their share (on their own NICs) and would wait elsewhere, for the
@@ -148,7 +151,9 @@ class GroupActor {
   std::vector<double> pool_;
   std::vector<int> cursor_;
   NetOp net_[kNumLanes];
-  std::vector<double> ready_, scratch_start_, scratch_end_;
+  // Per GPU, of the op being resolved: when it may start (its dependencies and its lane's previous
+  // op done), and when its dependencies alone were done (it queued on its lane between the two).
+  std::vector<double> ready_, launch_, scratch_end_;
 
   simgrid::s4u::Mailbox* doorbell_ = nullptr;
   void* doorbell_slot_ = nullptr;

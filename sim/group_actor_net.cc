@@ -62,7 +62,7 @@ bool GroupActor::AdvanceNetOps() {
         progress = true;
         continue;
       }
-      Finish(n.op, n.ready, scratch_end_);
+      Finish(n.op, n.ready, scratch_end_, n.launch);
       Release(n);
       n.active = false;
       ++cursor_[lane];

@@ -124,6 +124,10 @@ void WriteEvent(const TraceEvent& e, ChromeWriter* w) {
     b.append(",\"cpu_us\":");
     AppendMicros(e.cpu_ns(), &b);
   }
+  if (e.has_launch_ns()) {  // how long it queued on its lane after it was handed over (µs)
+    b.append(",\"queued_us\":");
+    AppendMicros(e.start_ns() - e.launch_ns(), &b);
+  }
   b.append("}}");
   w->MaybeFlush();
 }

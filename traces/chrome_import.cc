@@ -243,6 +243,9 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
       if (args.contains("cpu_us")) {
         ev.set_cpu_ns(MicrosToNs(args, "cpu_us", index, kMaxDurationMicros, /*non_negative=*/true));
       }
+      if (args.contains("queued_us")) {
+        ev.set_launch_ns(ev.start_ns() - MicrosToNs(args, "queued_us", index, kMaxDurationMicros, /*non_negative=*/true));
+      }
       ordered.OnEvent(ev);
       ++stats.events;
     } else if (ph == "i" && e.value("cat", "") == "status") {

@@ -16,6 +16,19 @@ bool IsInput(int kind) {
          kind == TP_REDUCE_SCATTER || kind == TP_ALL_REDUCE;
 }
 
+// Whether a compute op may consume a communication op's result (and so wait for it when it ended
+// while the compute lane idled or during the op before):
+//  * a gradient reduction feeds the optimizer only: a rank whose backward idles in a TP collective
+//    (waiting for a slow peer) while its DP reduce-scatter of earlier layers ends does not wait
+//    for that reduce-scatter, and an edge from it would tie the backward to the DP group's slowest
+//    replica in every replay;
+//  * where both name a micro-batch, the same one: a receive of the next micro-batch's activations
+//    that ended during a long compute op does not gate this micro-batch's next op.
+bool Consumes(const StepOp& compute, const StepOp& other) {
+  if ((other.kind == DP_REDUCE_SCATTER || other.kind == DP_ALL_REDUCE) && compute.phase != OPTIMIZER) return false;
+  return compute.microbatch < 0 || other.microbatch < 0 || compute.microbatch == other.microbatch;
+}
+
 // Bounds the waits of one op: a compute op follows a handful of communication ops, and when more
 // ended in its window (a stalled rank), the latest ones are the ones that gated it.
 constexpr int kMaxCrossLanePreds = 16;
@@ -99,6 +112,8 @@ StepEvent ToStepEvent(const TraceEvent& e, OpTypeIndex* types) {
   x.type = types->Of(e);
   x.op_id = e.op_id();
   x.collective_seq = e.collective_seq();
+  x.bytes = static_cast<float>(e.bytes());
+  if (e.has_launch_ns()) x.launch_ns = e.launch_ns();
   return x;
 }
 
@@ -160,6 +175,7 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
     op.op_id = e.op_id;
     op.start_ns = e.start_ns;
     op.end_ns = e.end_ns;
+    op.bytes = e.bytes;
     g.start_ns_ = std::min(g.start_ns_, op.start_ns);
     g.end_ns_ = std::max(g.end_ns_, op.end_ns);
   }
@@ -205,15 +221,52 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
         if (end <= prev_start) break;
         // (*it > compute[c]: a zero-length op at the very instant of a zero-length compute op is
         // sorted after it, and the compute op launches it rather than waiting for it.)
-        if (*it < compute[c] && (IsInput(g.ops_[*it].kind) || end >= prev_end)) {
+        if (*it < compute[c] && Consumes(op, g.ops_[*it]) &&
+            (IsInput(g.ops_[*it].kind) || end >= prev_end)) {
           edges.emplace_back(compute[c], *it);
           ++added;
         }
       }
     }
+    // A receive that names its micro-batch feeds the first compute op of that micro-batch, chunk
+    // and phase (the forward of the activations it brings, the backward of the gradients), also
+    // where it ended long before (during an earlier compute op, which the rule above cannot tell
+    // from a wait): a replay where the sender is slower then delays the receiver's compute.
+    std::unordered_map<uint64_t, int> recv_of;  // (micro-batch, chunk, phase) -> receive
+    auto unit_key = [&](int i) {
+      return (static_cast<uint64_t>(event(i).microbatch) << 24) |
+             (static_cast<uint64_t>((event(i).chunk + 1) & 0xffff) << 8) | static_cast<uint64_t>(event(i).phase & 0xff);
+    };
     for (int i : others) {
-      // Launched by the last compute op that ended before it began.
-      auto it = std::upper_bound(compute.begin(), compute.end(), g.ops_[i].start_ns,
+      if (g.ops_[i].kind == PP_RECV && event(i).microbatch >= 0) recv_of.emplace(unit_key(i), i);
+    }
+    for (int c : compute) {
+      if (recv_of.empty() || event(c).microbatch < 0) continue;
+      auto it = recv_of.find(unit_key(c));
+      if (it == recv_of.end()) continue;
+      if (end_of(it->second) <= g.ops_[c].start_ns) edges.emplace_back(c, it->second);  // else: not before it
+      recv_of.erase(it);
+    }
+    // The optimizer takes every reduced gradient: its first op waits for the last reduction that
+    // ended before it began (reductions run in order on their lane), however long before.
+    for (int c : compute) {
+      if (g.ops_[c].phase != OPTIMIZER) continue;
+      for (auto it = others.rbegin(); it != others.rend(); ++it) {
+        const StepOp& r = g.ops_[*it];
+        if ((r.kind == DP_REDUCE_SCATTER || r.kind == DP_ALL_REDUCE) && r.end_ns <= g.ops_[c].start_ns && *it < c) {
+          edges.emplace_back(c, *it);
+          break;
+        }
+      }
+      break;
+    }
+    for (int i : others) {
+      // Launched by the last compute op that ended before it was handed to its lane: before it
+      // began, unless the trace says it queued behind its lane's previous op from an earlier
+      // instant (launch_ns). A gradient bucket's reduce-scatter that queued behind one waiting for
+      // a slow replica was launched by its own layers' backward, not by the step's last op.
+      const int64_t launched = std::min(event(i).launch_ns, g.ops_[i].start_ns);
+      auto it = std::upper_bound(compute.begin(), compute.end(), launched,
                                  [&](int64_t t, int c) { return t < end_of(c); });
       if (it != compute.begin()) edges.emplace_back(i, *std::prev(it));
     }

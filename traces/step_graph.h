@@ -7,8 +7,13 @@
 //    one lane, as an exec rank's two threads can record them, do not wait for each other);
 //  * a compute op waits for the other-lane ops of its rank that it plausibly consumed: receives,
 //    parameter all-gathers and TP collectives that ended after the previous compute op started,
-//    and any op that ended while the compute lane sat idle before it;
-//  * a communication op is launched by the last compute op of its rank that ended before it began;
+//    and any op that ended while the compute lane sat idle before it, of those it can take (a
+//    gradient reduction feeds the optimizer only; an op naming a micro-batch feeds that one's);
+//  * a receive naming its micro-batch feeds the first compute op of its (micro-batch, chunk,
+//    phase), however long before it ended; the optimizer's first op waits for the rank's last
+//    gradient reduction;
+//  * a communication op is launched by the last compute op of its rank that ended before it was
+//    handed to its lane (TraceEvent.launch_ns where the trace has it, else its start);
 //  * collectives are matched across ranks: a TP or DP collective (by the event's group) by (group,
 //    collective_seq, op type), a PP send with its receive by pp_pair.h's key within its TP/DP
 //    coordinates, another collective of the pipeline group (exec's tied-embedding all-reduce, a
@@ -57,6 +62,7 @@ struct StepOp {
   int64_t slack_ns = 0;   // start - latest end of its preds (with none: start - its floor, see Build),
                           // on the aligned clock (clock_ns)
   int64_t work_ns = 0;    // alone: end - start; in a collective: end - original release
+  float bytes = 0;        // what it moves (TraceEvent.bytes; 0: not recorded)
   // This rank's clock offset: its times + clock_ns are on the clock all ranks share (0 but in an
   // exec trace whose ranks started their clocks apart; see Build).
   int64_t clock_ns = 0;
@@ -86,6 +92,8 @@ struct StepEvent {
   int microbatch = -1, chunk = -1;
   int type = 0;              // OpTypeIndex
   uint32_t op_id = 0, collective_seq = 0;
+  float bytes = 0;
+  int64_t launch_ns = INT64_MAX;  // TraceEvent.launch_ns where set: when it was handed to its lane
 };
 StepEvent ToStepEvent(const TraceEvent& e, OpTypeIndex* types);
 
@@ -117,6 +125,9 @@ class StepGraph {
   // Instance k's members: [members_begin(k), members_end(k)).
   const int* members_begin(int inst) const { return inst_flat_.data() + inst_begin_[inst]; }
   const int* members_end(int inst) const { return inst_flat_.data() + inst_begin_[inst + 1]; }
+  // Op i's preds (what it waits for besides its collective's members): [preds_begin(i), preds_end(i)).
+  const int* preds_begin(int i) const { return preds_.data() + pred_begin_[i]; }
+  const int* preds_end(int i) const { return preds_.data() + pred_begin_[i + 1]; }
   // Communication ops whose pair or group was incomplete in the step (a receive without its send,
   // a DP collective some member of which is missing): they keep their own duration, unmatched.
   // TP collectives of a trace that records one rank per worker are not counted (their peers are

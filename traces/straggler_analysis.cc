@@ -91,14 +91,22 @@ StragglerAnalyzer::StragglerAnalyzer(StragglerInput input, StragglerOptions opti
 }
 
 void StragglerAnalyzer::ComputeIdeal() {
-  // Alone: mean duration per (type, occurrence); in a collective: mean transfer per type.
+  // Alone: mean duration per (type, occurrence); in a collective: the type's mean transfer, at
+  // its mean rate where the ops record their bytes (gradient buckets of one type differ in size:
+  // a step's last and largest bucket is no straggler).
   std::unordered_map<uint64_t, Mean> alone;
   std::unordered_map<int, Mean> transfer;
+  std::unordered_map<int, std::pair<double, double>> rate;  // type -> (transfer ns, bytes) summed
   auto key = [](const StepOp& op) { return static_cast<uint64_t>(op.type) << 32 | static_cast<uint32_t>(op.seq); };
   for (const StepGraph& g : in_.steps) {
     for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
       const StepOp& op = g.ops()[i];
       (g.in_collective(i) ? transfer[op.type] : alone[key(op)]).Add(static_cast<double>(op.work_ns));
+      if (g.in_collective(i) && op.bytes > 0) {
+        std::pair<double, double>& r = rate[op.type];
+        r.first += static_cast<double>(op.work_ns);
+        r.second += op.bytes;
+      }
     }
   }
   ideal_.resize(in_.steps.size());
@@ -114,7 +122,15 @@ void StragglerAnalyzer::ComputeIdeal() {
       const StepOp& op = g.ops()[i];
       worker_[k][i] = WorkerOf(op);
       id_space_ = std::max({id_space_, op.type + 1, worker_[k][i] + 1, op.dp + 1, op.stage + 1});
-      ideal_[k][i] = std::llround(g.in_collective(i) ? transfer[op.type].Get() : alone[key(op)].Get());
+      double ideal = 0;
+      if (g.in_collective(i)) {
+        auto r = rate.find(op.type);
+        const bool sized = op.bytes > 0 && r != rate.end() && r->second.second > 0;
+        ideal = sized ? op.bytes * r->second.first / r->second.second : transfer[op.type].Get();
+      } else {
+        ideal = alone[key(op)].Get();
+      }
+      ideal_[k][i] = std::llround(ideal);
       if (!g.in_collective(i) || (op.kind != PP_SEND && op.kind != PP_RECV)) continue;
       const int* pair = g.members_begin(op.inst);
       if (g.members_end(op.inst) - pair == 2) partner_[k][i] = WorkerOf(g.ops()[pair[0] == i ? pair[1] : pair[0]]);

@@ -6,7 +6,8 @@
 //  2. T_nodelay: each step replayed with the launch delays removed; T_ideal: also every op alone
 //     (compute, host work, a transfer whose peers are absent) at the mean duration of the same
 //     op (its type and occurrence on its rank in the step) over all workers and sampled steps,
-//     and every transfer at the mean transfer of its type;
+//     and every transfer at the mean transfer of its type (at the type's mean rate per byte where
+//     the events record bytes);
 //  3. S = mean T_nodelay / mean T_ideal; attribution S_X = mean T(ideal but X as it ran) /
 //     mean T_ideal for each op type, worker (DP replica x stage, with the transfers of the pipeline
 //     pairs it takes part in: a transfer is its two ends'), DP rank and stage;

@@ -240,7 +240,7 @@ TEST(DpOverlap, LayerReductionsRunDuringTheBackwardOnlyWithOverlap) {
 TEST(DpOverlap, DpEventsAreTheProgramsOnTheDpLaneInEndOrder) {
   for (bool overlap : {true, false}) {
     const StepResult r = RunOneStep(overlap);
-    int dp_events = 0;
+    int dp_events = 0, launched = 0;
     for (size_t i = 0; i < r.events.size(); ++i) {
       const TraceEvent& e = r.events[i];
       if (i > 0) {
@@ -253,8 +253,16 @@ TEST(DpOverlap, DpEventsAreTheProgramsOnTheDpLaneInEndOrder) {
       EXPECT_EQ(e.collective_seq(), r.seq_of.at(e.op_id()));
       EXPECT_EQ(e.phase(), BACKWARD);
       EXPECT_GE(e.chunk(), 0) << "a bucket names its chunk";
+      if (e.has_launch_ns()) {
+        EXPECT_LT(e.launch_ns(), e.start_ns()) << "handed over before it began, or not recorded";
+        ++launched;
+      }
     }
     EXPECT_EQ(dp_events, static_cast<int>(r.seq_of.size()));
+    // The threaded lane runs each op after the compute thread handed it over: when is recorded.
+    if (overlap) {
+      EXPECT_EQ(launched, dp_events);
+    }
   }
 }
 

@@ -26,6 +26,15 @@ inline TraceEvent Ev(int rank, int step, OpKind kind, Lane lane, int64_t start_n
   return e;
 }
 
+// Step 0's op `op_id` of `rank`, from start_ms to end_ms, in `group`.
+inline TraceEvent MsOp(int rank, OpKind kind, Lane lane, int64_t start_ms, int64_t end_ms, uint32_t op_id,
+                       Group group = NO_GROUP) {
+  TraceEvent e = Ev(rank, 0, kind, lane, start_ms * kMs, end_ms * kMs);
+  e.set_op_id(op_id);
+  e.set_group(group);
+  return e;
+}
+
 // A fresh path in the test temp folder, unique per process and name.
 inline std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "megascale_traces_" + std::to_string(::getpid()) + "_" + name;

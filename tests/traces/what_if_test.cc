@@ -14,24 +14,17 @@ namespace {
 
 using namespace testing_traces;
 
-TraceEvent Op(int rank, OpKind kind, Lane lane, int64_t start_ms, int64_t end_ms, uint32_t op_id,
-              Group group = NO_GROUP) {
-  TraceEvent e = Ev(rank, 0, kind, lane, start_ms * kMs, end_ms * kMs);
-  e.set_op_id(op_id);
-  e.set_group(group);
-  return e;
-}
-
-// dp 3. Each rank: A (QKV_GEMM), a DP all-reduce, B (FFN_UP_GEMM). Rank 2's A and B take 20 ms,
-// the others' 10 ms. The all-reduce is released when rank 2 posts it at 20 and ends at 25 (a
-// 5 ms transfer); B ends at 35, 35, 45. Step: 45 ms.
+// dp 3. Each rank: A (QKV_GEMM), a DP all-reduce of its gradients, B (the optimizer step, which
+// takes them). Rank 2's A and B take 20 ms, the others' 10 ms. The all-reduce is released when
+// rank 2 posts it at 20 and ends at 25 (a 5 ms transfer); B ends at 35, 35, 45. Step: 45 ms.
 std::vector<TraceEvent> SlowReplica() {
   std::vector<TraceEvent> ev;
   for (int rank = 0; rank < 3; ++rank) {
     const int64_t d = rank == 2 ? 20 : 10;
-    ev.push_back(Op(rank, QKV_GEMM, COMPUTE, 0, d, 0));
-    ev.push_back(Op(rank, DP_ALL_REDUCE, DP_COMM, d, 25, 1, DP_GROUP));
-    ev.push_back(Op(rank, FFN_UP_GEMM, COMPUTE, 25, 25 + d, 2));
+    ev.push_back(MsOp(rank, QKV_GEMM, COMPUTE, 0, d, 0));
+    ev.push_back(MsOp(rank, DP_ALL_REDUCE, DP_COMM, d, 25, 1, DP_GROUP));
+    ev.push_back(MsOp(rank, OPTIMIZER_STEP, COMPUTE, 25, 25 + d, 2));
+    ev.back().set_phase(OPTIMIZER);
   }
   return ev;
 }
@@ -81,8 +74,8 @@ TEST(WhatIf, HealingTheSlowRankGivesTheHandComputedStep) {
 // pp 2: stage 0 computes F (20 ms, slow) and sends it; stage 1 posted its receive at 0 and computes
 // F (10 ms) when it arrives. Transfer 2 ms: the step ends at 32.
 std::vector<TraceEvent> SlowStage() {
-  TraceEvent send = Op(0, PP_SEND, PP_SEND_LANE, 20, 22, 1, PP_GROUP);
-  TraceEvent recv = Op(1, PP_RECV, PP_RECV_LANE, 0, 22, 0, PP_GROUP);
+  TraceEvent send = MsOp(0, PP_SEND, PP_SEND_LANE, 20, 22, 1, PP_GROUP);
+  TraceEvent recv = MsOp(1, PP_RECV, PP_RECV_LANE, 0, 22, 0, PP_GROUP);
   for (TraceEvent* e : {&send, &recv}) {
     e->set_microbatch(0);
     e->set_chunk(0);
@@ -90,8 +83,8 @@ std::vector<TraceEvent> SlowStage() {
   }
   send.set_stage(0);
   recv.set_stage(1);
-  TraceEvent f0 = Op(0, QKV_GEMM, COMPUTE, 0, 20, 0);
-  TraceEvent f1 = Op(1, QKV_GEMM, COMPUTE, 22, 32, 1);
+  TraceEvent f0 = MsOp(0, QKV_GEMM, COMPUTE, 0, 20, 0);
+  TraceEvent f1 = MsOp(1, QKV_GEMM, COMPUTE, 22, 32, 1);
   f0.set_stage(0);
   f1.set_stage(1);
   return {f0, send, recv, f1};
@@ -117,8 +110,8 @@ TEST(WhatIf, ASendAndItsReceiveAreMatchedAcrossStages) {
 // or without launch delays. Without the previous ends, B's 8 ms wait counts as a launch delay and
 // the step spans 20 ms, 12 without delays.
 std::vector<TraceEvent> OverlappingStages() {
-  TraceEvent a = Op(0, QKV_GEMM, COMPUTE, 0, 10, 0);
-  TraceEvent b = Op(1, QKV_GEMM, COMPUTE, 8, 20, 0);
+  TraceEvent a = MsOp(0, QKV_GEMM, COMPUTE, 0, 10, 0);
+  TraceEvent b = MsOp(1, QKV_GEMM, COMPUTE, 8, 20, 0);
   a.set_stage(0);
   b.set_stage(1);
   return {a, b};
