@@ -353,12 +353,13 @@ void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) con
   // passed on the way), then each further one that recovers `culprit_share` beyond those. M_W's
   // top 3% can be fewer than the culprits (16 workers: one), and slow GPUs in parallel replicas of
   // one stage hide each other: fixing either alone recovers little, both nearly all.
+  //
   // Candidates stand out from the typical worker by half the straggling bar (min_slowdown): each
   // worker's S_w carries the ideal's bias (a contended fabric's slowest transfers run longer than
   // their type's mean: ~1.5 % on a healthy 64-GPU rail CLOS), and a small loss spread over the
   // workers is no worker's; half, as a culprit that shares the loss with another (two stages of
-  // one replica) stands out by less than the whole loss. Typical: the median S_w, or where the replay budget left workers out
-  // (the replayed are the top by excess), the least replayed one's.
+  // one replica) stands out by less than the whole loss. Typical: the median S_w, or where the
+  // replay budget left workers out (the replayed are the top by excess), the least replayed one's.
   std::vector<double> replayed_s;
   for (int w : at.replayed_workers) replayed_s.push_back(at.worker_s[w]);
   const bool all_replayed = static_cast<int>(at.replayed_workers.size()) == workers;
@@ -370,7 +371,7 @@ void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) con
     if (at.worker_s[w] - typical >= options_.min_slowdown / 2) candidates.push_back(w);
   }
   const std::vector<int> pool = Top(candidates, by_s, std::max<size_t>(at.fixed.size(), 4));
-  auto span_fixing = [&](const std::vector<int>& workers) { return MeanSpans({{Scope::kFixWorkers, workers}})[0]; };
+  auto span_fixing = [&](const std::vector<int>& set) { return MeanSpans({{Scope::kFixWorkers, set}})[0]; };
   std::vector<int> named;
   double t_named = at.nodelay;
   size_t next = 0;
@@ -385,8 +386,10 @@ void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) con
       without.insert(without.end(), named.begin() + static_cast<long>(i) + 1, named.end());
       if (span_fixing(without) - t_named >= kNilShare * loss_ns) kept.push_back(named[i]);
     }
-    named = kept;
-    t_named = span_fixing(named);
+    if (kept.size() < named.size()) {
+      named = kept;
+      t_named = span_fixing(named);
+    }
   }
   for (; next < pool.size(); ++next) {
     std::vector<int> with = named;
