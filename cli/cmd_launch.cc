@@ -123,6 +123,7 @@ Status RunLaunch(const LaunchArgs& args) {
   if (args.retries < 0 || args.retries > 1000) {
     return Status::BadField("--retries", std::to_string(args.retries), "must be between 0 and 1000");
   }
+  MS_RETURN_IF_ERROR(CheckStepsOverride(args.steps));
   MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
   MS_ASSIGN_OR_RETURN(Plan plan, BuildPlan(scenario));
   const int world = plan.world_size();
@@ -145,7 +146,7 @@ Status RunLaunch(const LaunchArgs& args) {
     argv.insert(argv.end(), {"-np", std::to_string(world), SelfPath(), "run", args.scenario, "-q", "--json",
                              "--heartbeat", "127.0.0.1:" + std::to_string(sock.second), "--attempt",
                              std::to_string(number)});
-    if (args.steps > 0) argv.insert(argv.end(), {"--steps", std::to_string(args.steps)});
+    if (args.steps != kStepsUnset) argv.insert(argv.end(), {"--steps", std::to_string(args.steps)});
     if (!args.trace.empty()) argv.insert(argv.end(), {"--trace", args.trace + "." + std::to_string(number)});
     Attempt a;
     a.number = number;

@@ -63,17 +63,20 @@ Status Stopped(const exec::TrainingReport& run) {
 
 }  // namespace
 
+Status CheckStepsOverride(int steps) {
+  if (steps == kStepsUnset || (steps >= 1 && steps <= 1000000)) return Status::Ok();
+  return Status::BadField("--steps", std::to_string(steps), "must be between 1 and 1000000 (training.steps's rule)");
+}
+
 bool PrintsRunErrors() { return (g_world_rank >= 0 ? g_world_rank : LauncherRank()) == 0; }
 
 Status RunRun(const RunArgs& args) {
   MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));
-  if (args.steps < 0 || args.steps > 1000000) {
-    return Status::BadField("--steps", std::to_string(args.steps), "must be between 1 and 1000000 (training.steps's rule)");
-  }
+  MS_RETURN_IF_ERROR(CheckStepsOverride(args.steps));
   MS_ASSIGN_OR_RETURN(Plan plan, BuildPlan(scenario));
   const RunSpec& spec = scenario.run();
   exec::RunOptions options = exec::RunOptionsFromSpec(spec);
-  options.steps = args.steps;  // 0: the plan's training.steps
+  options.steps = args.steps == kStepsUnset ? 0 : args.steps;  // 0: the plan's training.steps
   options.dump_first_step = !args.dump_first_step.empty();
   if (args.attempt < 0 || args.attempt > 1000) {
     return Status::BadField("--attempt", std::to_string(args.attempt), "must be between 0 and 1000");
@@ -211,7 +214,12 @@ Status RunRun(const RunArgs& args) {
   std::printf("device        %s, %d rank%s\n", spec.device().c_str(), world->size(), world->size() == 1 ? "" : "s");
   std::printf("data          %s (prefetch %s, %s)\n", options.corpus.c_str(), options.data.prefetch ? "on" : "off",
               options.data.one_reader_per_node ? "one reader per TP group" : "every rank reads");
-  if (run->start_step > 0) std::printf("resumed       at step %d from %s\n", run->start_step + 1, options.checkpoint.dir.c_str());
+  if (run->start_step > 0 && run->start_step >= steps) {
+    std::printf("resumed       nothing to train: %s holds the checkpoint after step %d of %d\n",
+                options.checkpoint.dir.c_str(), run->start_step, steps);
+  } else if (run->start_step > 0) {
+    std::printf("resumed       at step %d from %s\n", run->start_step + 1, options.checkpoint.dir.c_str());
+  }
   if (!losses.empty()) {
     std::printf("loss          %.4f at step %d -> %.4f at step %zu (mean of the last 10: %.4f)\n", losses.front(),
                 run->start_step + 1, losses.back(), run->start_step + losses.size(), MeanOfLast(losses, 10));

@@ -108,10 +108,15 @@ struct ValidateArgs {
 };
 Status RunValidate(const ValidateArgs& args);
 
+// --steps of run and launch: unset, or 1..1000000 (training.steps's rule); 0 and negatives are
+// refused, not read as "unset".
+inline constexpr int kStepsUnset = -1;
+Status CheckStepsOverride(int steps);
+
 struct RunArgs {
   std::string scenario;
   std::string trace;  // overrides outputs.trace; written on rank 0
-  int steps = 0;      // > 0 overrides training.steps
+  int steps = kStepsUnset;  // overrides training.steps (CheckStepsOverride)
   bool quiet = false; // no per-step progress lines on stderr
   bool json = false;
   std::string dump_first_step;  // the first step's inputs, parameters and gradients (rank 0)
@@ -125,7 +130,7 @@ struct LaunchArgs {
   std::string scenario;
   std::string launcher = "mpirun";  // the launcher command, split on spaces ("mpirun --oversubscribe")
   int retries = 3;                  // attempts after the first
-  int steps = 0;                    // > 0 overrides training.steps
+  int steps = kStepsUnset;          // overrides training.steps (CheckStepsOverride)
   std::string trace;                // attempt k's trace: <trace>.<k>
   std::string events;               // the event log (JSON lines)
   bool json = false;

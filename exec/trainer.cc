@@ -1,6 +1,7 @@
 // Train(): validation every rank agrees on, then the steps (exec/run_training.h).
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 
@@ -18,14 +19,22 @@ namespace {
 
 std::string Num(int64_t v) { return std::to_string(v); }
 
+// Whether a launcher (mpirun, srun) started this process: it sets one of these.
+bool UnderALauncher() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
 // Checks that need no communication: every rank reaches the same verdict from the same plan.
 Status CheckLaunch(const Plan& plan, const GptConfig& c, int world_size) {
   const LayoutSpec& l = plan.layout();
   if (world_size != plan.world_size()) {
-    std::string started = world_size == 1 && plan.world_size() > 1
+    std::string started = world_size == 1 && plan.world_size() > 1 && !UnderALauncher()
                               ? "the process was started without mpirun (1 rank); run it with mpirun -np " +
                                     Num(plan.world_size())
-                              : "mpirun started " + Num(world_size);
+                              : "mpirun started " + Num(world_size) + "; run it with mpirun -np " + Num(plan.world_size());
     return Status::InvalidInput("the plan needs " + Num(plan.world_size()) + " ranks (TP " + Num(l.tp()) +
                                 " x PP " + Num(l.pp()) + " x DP " + Num(l.dp()) + "); " + started);
   }
@@ -242,6 +251,14 @@ Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Commun
     checkpoints = std::make_unique<Checkpointer>(checkpoint, plan, options.param_seed, options.data_seed, world,
                                                  &groups, &optimizer);
     MS_ASSIGN_OR_RETURN(report.start_step, checkpoints->Restore());
+    if (report.start_step > steps) {
+      // Every rank reads the same checkpoint: all refuse alike.
+      return Status::BadField("run.checkpoint.dir", "'" + options.checkpoint.dir + "'",
+                              "holds a checkpoint after step " + std::to_string(report.start_step) + ", past the " +
+                                  std::to_string(steps) +
+                                  " step(s) asked (--steps or training.steps): ask for more, or move the folder "
+                                  "away to start afresh");
+    }
   }
   for (int step = report.start_step; step < steps; ++step) {
     const auto began = std::chrono::steady_clock::now();

@@ -73,11 +73,6 @@ class PhaseClock {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-// A step's number in the trace (a timer trace's sampled steps keep theirs).
-int64_t StepNumber(const DiagnosisReport& r, int step) {
-  return step < static_cast<int>(r.step_ids.size()) ? r.step_ids[step] : step;
-}
-
 // The ranks the timeline shows, most telling first.
 std::vector<std::pair<int, std::string>> TimelineRanks(const DiagnosisReport& r, const StepGraph& g,
                                                        int limit) {
@@ -163,7 +158,9 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
     held += report.step_events[k];
   }
   OpTypeIndex types;
-  StepCollector collector(steps, &types);
+  std::vector<int> event_steps;  // the events' step numbers (a resumed run's start at first_step)
+  for (int k : steps) event_steps.push_back(k + report.first_step);
+  StepCollector collector(event_steps, &types);
   MS_RETURN_IF_ERROR(ReplayInput(input, &collector).status());
   clock.Done("collected " + std::to_string(held) + " events of " + std::to_string(steps.size()) + " step(s)");
   StragglerInput analysis_input;
@@ -213,7 +210,7 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   clock.Done("replayed " + std::to_string(report.what_if.size()) + " what-if scopes");
 
   StepTimeline timeline;
-  timeline.step = step;
+  timeline.step = static_cast<int>(StepNumber(report, step));
   timeline.start_ns = graph.start_ns();
   timeline.end_ns = graph.end_ns();
   for (const auto& [rank, why] : TimelineRanks(report, graph, options.timeline_ranks)) {
@@ -240,6 +237,7 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   analysis_input.model_flops_per_step = h.model_flops_per_step();
   analysis_input.peak_flops_per_gpu = h.peak_flops_per_gpu();
   analysis_input.world_size = report.world_size;
+  analysis_input.fixed_sequences = h.source() == "sim" || h.source() == "exec";
   StragglerAnalyzer analyzer(std::move(analysis_input), options.straggler);
   report.straggler_analysis = analyzer.Run();
   clock.Done("straggler what-if over " + std::to_string(report.straggler_analysis.steps.size()) + " step(s)");

@@ -148,10 +148,10 @@ FailureFinding SilentRank(const std::vector<int64_t>& last_end_ns, int64_t run_s
 
 }  // namespace
 
-void DiagnosisEngine::FindWaiters(const State& s, const std::vector<int>& stage_of, int completed,
+void DiagnosisEngine::FindWaiters(const State& s, const std::vector<int>& stage_of, int first, int completed,
                                    DiagnosisReport& report) const {
   const int ranks = static_cast<int>(stage_of.size());
-  if (completed == 0 || report.rank_breakdown.empty()) return;
+  if (completed <= first || report.rank_breakdown.empty()) return;
   std::map<int, std::vector<double>> by_stage;
   // Time spent in collectives waiting for the last member to arrive (slow_links.h matches them):
   // every rank of a synchronous step has the same window, so idle time alone does not tell who
@@ -159,7 +159,7 @@ void DiagnosisEngine::FindWaiters(const State& s, const std::vector<int>& stage_
   if (!s.links) return;
   std::vector<double> wait(ranks, 0);
   for (int r = 0; r < ranks; ++r) {
-    for (int k = 0; k < completed; ++k) wait[r] += s.links->PeerWaitS(r, k) / completed;
+    for (int k = first; k < completed; ++k) wait[r] += s.links->PeerWaitS(r, k) / (completed - first);
   }
   auto wait_of = [&](int r) { return wait[r]; };
   for (int r = 0; r < ranks; ++r) {
@@ -207,6 +207,14 @@ DiagnosisReport DiagnosisEngine::Finish() {
   const int ranks = static_cast<int>(s.last_end_ns.size());
   report.world_size = h.world_size() > 0 ? h.world_size() : ranks;
   report.run_failed = (s.end && s.end->failed()) || s.heartbeat_lost || s.op_failures > 0;
+  // The executor ends every trace it closes with the run's end: one without it is a run that did
+  // not finish (killed: its writer's temporary file, read as it was left). (A killed simulation
+  // leaves no file.)
+  if (h.source() == "exec" && !s.end && !s.step_end_ns.empty()) {
+    report.run_failed = true;
+    report.notes.push_back("the trace has no run-end record: the run did not finish (killed, or still running "
+                           "when the file was read); its last step is counted as unfinished");
+  }
 
   // Completed steps: as the run's end says; without one, a failed run's last step is unfinished.
   const int seen = static_cast<int>(s.step_end_ns.size());
@@ -216,7 +224,20 @@ DiagnosisReport DiagnosisEngine::Finish() {
   } else if (report.run_failed) {
     completed = std::max(0, seen - 1);
   }
-  report.steps_completed = completed;
+  // A run resumed from a checkpoint numbers its steps as the run does: its trace starts at the step
+  // it resumed at, and the steps before (none of their events) are not the trace's.
+  int first = 0;
+  while (first < completed && s.step_events[first] == 0) ++first;
+  if (first == completed) first = 0;  // no step recorded at all (TRACE_NONE): nothing to skip
+  const int steps = completed - first;
+  report.steps_completed = steps;
+  report.first_step = first;
+  if (first > 0) {
+    report.notes.push_back("the trace starts at step " + std::to_string(first) +
+                           " (a run resumed from a checkpoint): its " + std::to_string(steps) +
+                           " completed step(s) are counted, not the " + std::to_string(first) +
+                           " before, which it does not hold");
+  }
   if (seen == 0 && s.end && s.end->steps_completed() > 0) {
     // A simulation at outputs.detail TRACE_NONE writes its statuses and end, not its ops.
     report.notes.push_back("the trace holds no op events, yet its run completed " +
@@ -224,12 +245,12 @@ DiagnosisReport DiagnosisEngine::Finish() {
                            " step(s): their times cannot be read from it (a simulation writes op "
                            "events at outputs.detail TRACE_OPS)");
   }
-  report.step_events.assign(s.step_events.begin(), s.step_events.begin() + completed);
+  report.step_events.assign(s.step_events.begin() + first, s.step_events.begin() + completed);
 
   // Step boundaries: each step ends at the latest end of its events; step 0 starts at its first op.
   const int64_t run_start = s.run_start_ns != INT64_MAX ? s.run_start_ns
                             : s.first_start_ns != INT64_MAX ? s.first_start_ns : 0;
-  std::vector<int64_t> ends(s.step_end_ns.begin(), s.step_end_ns.begin() + completed);
+  std::vector<int64_t> ends(s.step_end_ns.begin() + first, s.step_end_ns.begin() + completed);
   int64_t prev = run_start;
   for (int64_t& t : ends) {
     t = std::max(t, prev);  // a step with no event, or ending before the previous one, is empty
@@ -240,8 +261,8 @@ DiagnosisReport DiagnosisEngine::Finish() {
   // has no FLOPs, peak or tokens unless its metadata gives them, and a run that completed no step
   // has no step time (nor MFU, throughput).
   const double unknown = std::numeric_limits<double>::quiet_NaN();
-  report.iteration_time_s = completed > 0 ? Seconds(prev - run_start) / completed : unknown;
-  const bool timed = completed > 0;
+  report.iteration_time_s = steps > 0 ? Seconds(prev - run_start) / steps : unknown;
+  const bool timed = steps > 0;
   const double flops = timed ? h.model_flops_per_step() : 0, peak = h.peak_flops_per_gpu();
   report.mfu = flops > 0 && peak > 0 ? Mfu(flops, report.world_size, peak, report.iteration_time_s) : unknown;
   report.hfu = timed && h.hardware_flops_per_step() > 0 && peak > 0
@@ -250,7 +271,11 @@ DiagnosisReport DiagnosisEngine::Finish() {
   report.tflops_per_gpu = flops > 0 ? TflopsPerGpu(flops, report.world_size, report.iteration_time_s) : unknown;
   report.tokens_per_s = timed && h.tokens_per_step() > 0 ? TokensPerSecond(h.tokens_per_step(), report.iteration_time_s)
                                                 : unknown;
-  for (int64_t id : h.step_ids()) report.step_ids.push_back(id);
+  if (first == 0) {
+    for (int64_t id : h.step_ids()) report.step_ids.push_back(id);
+  } else {
+    for (int k = first; k < completed; ++k) report.step_ids.push_back(k < h.step_ids_size() ? h.step_ids(k) : k);
+  }
 
   // Breakdown per rank, then the mean over the ranks the trace recorded (a timer trace records one
   // rank per worker: its TP peers are absent, not idle).
@@ -262,14 +287,14 @@ DiagnosisReport DiagnosisEngine::Finish() {
     recorded += report.rank_recorded[r];
   }
   report.recorded_ranks = recorded;
-  if (completed > 0) {
+  if (steps > 0) {
     for (int r = 0; r < ranks; ++r) {
       if (!report.rank_recorded[r]) continue;
       Breakdown& mean = report.rank_breakdown[r];
-      for (const Breakdown& b : s.timelines[r].Attribute(run_start, ends)) {
-        mean.compute_s += b.compute_s / completed;
-        mean.exposed_comm_s += b.exposed_comm_s / completed;
-        mean.bubble_s += b.bubble_s / completed;
+      for (const Breakdown& b : s.timelines[r].Attribute(run_start, ends, first)) {
+        mean.compute_s += b.compute_s / steps;
+        mean.exposed_comm_s += b.exposed_comm_s / steps;
+        mean.bubble_s += b.bubble_s / steps;
       }
       report.breakdown.compute_s += mean.compute_s / recorded;
       report.breakdown.exposed_comm_s += mean.exposed_comm_s / recorded;
@@ -280,9 +305,9 @@ DiagnosisReport DiagnosisEngine::Finish() {
   // Stragglers: compute per step against the median of the same stage's ranks.
   std::map<int, std::vector<int>> by_stage;
   std::vector<double> compute(ranks, 0);
-  for (int r = 0; r < ranks && completed > 0; ++r) {
+  for (int r = 0; r < ranks && steps > 0; ++r) {
     if (s.last_end_ns[r] == INT64_MIN) continue;  // no event: nothing to compare
-    compute[r] = Seconds(s.timelines[r].ComputeNs(completed)) / completed;
+    compute[r] = Seconds(s.timelines[r].ComputeNs(completed)) / steps;  // the steps before hold none
     const int stage = s.stage[r] >= 0 ? s.stage[r] : s.layout ? s.layout->CoordsOf(r).pp : 0;
     by_stage[stage].push_back(r);
   }
@@ -319,7 +344,7 @@ DiagnosisReport DiagnosisEngine::Finish() {
   for (int r = 0; r < ranks; ++r) {
     stage_of[r] = s.stage[r] >= 0 ? s.stage[r] : s.layout && r < s.layout->world_size() ? s.layout->CoordsOf(r).pp : 0;
   }
-  FindWaiters(s, stage_of, completed, report);
+  FindWaiters(s, stage_of, first, completed, report);
 
   // Heat map and drift: per rank and completed step.
   HeatMap& map = report.heatmap;
@@ -329,13 +354,14 @@ DiagnosisReport DiagnosisEngine::Finish() {
     map.dp = h.dp();
     map.rank_order = h.rank_order();
   }
-  map.compute_s.assign(completed, std::vector<float>(ranks, std::numeric_limits<float>::quiet_NaN()));
+  map.compute_s.assign(steps, std::vector<float>(ranks, std::numeric_limits<float>::quiet_NaN()));
   std::vector<std::vector<int64_t>> first_start(ranks);
-  for (int r = 0; r < ranks && completed > 0; ++r) {
+  for (int r = 0; r < ranks && steps > 0; ++r) {
     if (!report.rank_recorded[r]) continue;  // NaN: not recorded
     const std::vector<int64_t> by_step = s.timelines[r].ComputeNsByStep(completed);
-    for (int k = 0; k < completed; ++k) map.compute_s[k][r] = static_cast<float>(Seconds(by_step[k]));
-    first_start[r] = s.timelines[r].FirstStartNsByStep(completed);
+    for (int k = 0; k < steps; ++k) map.compute_s[k][r] = static_cast<float>(Seconds(by_step[first + k]));
+    const std::vector<int64_t> starts = s.timelines[r].FirstStartNsByStep(completed);
+    first_start[r].assign(starts.begin() + first, starts.end());
   }
   report.drift = FindDrift(first_start, stage_of, options_.drift_threshold_s);
   if (s.links) report.slow_link = s.links->Finish(completed, options_.slow_transfer_threshold,
@@ -387,6 +413,10 @@ DiagnosisReport DiagnosisEngine::Finish() {
     report.failure = f;
   }
   return report;
+}
+
+int64_t StepNumber(const DiagnosisReport& r, int step) {
+  return step < static_cast<int>(r.step_ids.size()) ? r.step_ids[step] : step;
 }
 
 Result<DiagnosisReport> DiagnoseTraceFile(const std::string& path, DiagnosisOptions options) {

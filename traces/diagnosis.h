@@ -96,11 +96,15 @@ struct DiagnosisReport {
   std::string gpu;                    // "" when the trace does not say (printed "n/a", JSON null)
   int world_size = 0;
   int pp = 0;                         // pipeline stages; 0 when the trace does not say
-  int steps_completed = 0;
+  int steps_completed = 0;            // completed steps the trace holds
   bool run_failed = false;
   std::vector<double> step_times_s;   // completed steps only
-  // A timer trace's sampled step numbers (step k of the report is step_ids[k]); empty: 0, 1, ...
+  // A timer trace's sampled step numbers, or a resumed run's (step k of the report is step_ids[k]);
+  // empty: 0, 1, ...
   std::vector<int64_t> step_ids;
+  // The events' step number of the report's step 0: a run resumed from a checkpoint writes its
+  // steps under their run's numbers, and its trace holds none before the one it resumed at.
+  int first_step = 0;
   std::vector<int64_t> step_events;   // completed steps' event counts (what a step graph holds)
   double iteration_time_s = 0;        // mean of step_times_s
   // NaN where the trace cannot tell (no FLOPs, peak or tokens in its header): printed "n/a"/null.
@@ -135,6 +139,11 @@ struct DiagnosisReport {
   std::vector<std::string> notes;            // what was not analysed, and why
 };
 
+// Step k of the report's number in the trace: a timer trace's sampled steps and a resumed run's
+// keep theirs (DiagnosisReport.step_ids); else k.
+int64_t StepNumber(const DiagnosisReport& r, int step);
+
+
 // What the breakdown's third part is called: a gap with no op ending in it is the pipeline's
 // bubble when there is a pipeline, and idle time (the host between calls, launch delays, data
 // loading) on a single stage, where no stage can be waited for.
@@ -152,7 +161,7 @@ class DiagnosisEngine : public TraceSink {
 
  private:
   struct State;
-  void FindWaiters(const State& s, const std::vector<int>& stage_of, int completed,
+  void FindWaiters(const State& s, const std::vector<int>& stage_of, int first, int completed,
                    DiagnosisReport& report) const;
   std::unique_ptr<State> state_;
   DiagnosisOptions options_;

@@ -109,7 +109,8 @@ std::string HeatMapToCsv(const DiagnosisReport& r) {
       if (std::isnan(m.compute_s[k][rank])) continue;  // not recorded
       RankCoords c;
       if (layout && static_cast<int>(rank) < layout->world_size()) c = layout->CoordsOf(static_cast<int>(rank));
-      std::snprintf(buf, sizeof buf, "%zu,%zu,%d,%d,%d,%.9g\n", k, rank, c.dp, c.pp, c.tp,
+      std::snprintf(buf, sizeof buf, "%lld,%zu,%d,%d,%d,%.9g\n",
+                    static_cast<long long>(StepNumber(r, static_cast<int>(k))), rank, c.dp, c.pp, c.tp,
                     static_cast<double>(m.compute_s[k][rank]));
       out += buf;
     }

@@ -56,15 +56,15 @@ void RankTimeline::OnComm(int64_t end_ns, bool is_recv) {
   pending_.push_back({end_ns, is_recv});
 }
 
-std::vector<Breakdown> RankTimeline::Attribute(int64_t run_start_ns,
-                                               const std::vector<int64_t>& step_ends) const {
+std::vector<Breakdown> RankTimeline::Attribute(int64_t run_start_ns, const std::vector<int64_t>& step_ends,
+                                               int first_step) const {
   const int n = static_cast<int>(step_ends.size());
   // bounds[k] is the start of step k's window, bounds[k + 1] its end.
   std::vector<int64_t> bounds(n + 1);
   bounds[0] = steps_.empty() ? run_start_ns : std::min(run_start_ns, steps_.front().first_start_ns);
   size_t next = 0;  // first record of a step after k
   for (int k = 0; k < n; ++k) {
-    while (next < steps_.size() && steps_[next].step <= k) ++next;
+    while (next < steps_.size() && steps_[next].step <= first_step + k) ++next;
     const int64_t last_end = next > 0 ? steps_[next - 1].last_end_ns : INT64_MIN;
     const int64_t next_start = next < steps_.size() ? steps_[next].first_start_ns : INT64_MAX;
     const int64_t b = std::min(std::max(step_ends[k], last_end), next_start);
@@ -90,10 +90,11 @@ std::vector<Breakdown> RankTimeline::Attribute(int64_t run_start_ns,
   };
   for (const StepRecord& r : steps_) {
     charge_gap(r.lead);
-    if (r.step >= 0 && r.step < n) {
-      out[r.step].compute_s += static_cast<double>(r.compute_ns) / 1e9;
-      out[r.step].exposed_comm_s += static_cast<double>(r.exposed_ns) / 1e9;
-      out[r.step].bubble_s += static_cast<double>(r.bubble_ns) / 1e9;
+    const int k = r.step - first_step;
+    if (k >= 0 && k < n) {
+      out[k].compute_s += static_cast<double>(r.compute_ns) / 1e9;
+      out[k].exposed_comm_s += static_cast<double>(r.exposed_ns) / 1e9;
+      out[k].bubble_s += static_cast<double>(r.bubble_ns) / 1e9;
     }
   }
   charge_gap(Gap{last_compute_end_ns_, INT64_MAX, pending_});

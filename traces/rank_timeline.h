@@ -25,7 +25,9 @@ class RankTimeline {
   // out of a compute op of this rank into the nearest idle gap (ranks are not globally in step: a
   // rank may start step k+1 before another ends step k), so compute + exposed + bubble equals the
   // rank's window, which is the step time whenever the rank was idle at the step's end.
-  std::vector<Breakdown> Attribute(int64_t run_start_ns, const std::vector<int64_t>& step_ends) const;
+  // `first_step`: the step step_ends[0] ends (a resumed run's trace holds none before it).
+  std::vector<Breakdown> Attribute(int64_t run_start_ns, const std::vector<int64_t>& step_ends,
+                                   int first_step = 0) const;
 
   // Compute-lane busy time of the steps before `steps`, in ns.
   int64_t ComputeNs(int steps) const;

@@ -442,7 +442,7 @@ void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) con
   if (a->findings.empty()) {
     StragglerCause c;
     char buf[320];
-    if (a->sequence_cv >= options_.sequence_cv) {
+    if (a->sequence_cv >= options_.sequence_cv && !in_.fixed_sequences) {
       c.kind = "sequence_imbalance";
       c.slowdown = a->slowdown;
       c.m = kUnknown;

@@ -62,6 +62,10 @@ struct StragglerInput {
   double model_flops_per_step = 0;   // 0: unknown (MFU figures NaN)
   double peak_flops_per_gpu = 0;
   int world_size = 0;
+  // Every micro-batch has the same sequence length (our simulator's and executor's traces: the
+  // data pipeline packs fixed windows), so one op's compute varying across micro-batches is noise
+  // (a CPU rank sharing cores), not sequence-length imbalance.
+  bool fixed_sequences = false;
 };
 
 class StragglerAnalyzer {

@@ -83,7 +83,10 @@ Result<ComparedTrace> Collect(const TraceInput& input, OpCollector* sink) {
   int max_rank = -1;
   for (const OpRecord& r : sink->ops) max_rank = std::max(max_rank, r.rank);
   t.world_size = sink->header.world_size() > 0 ? sink->header.world_size() : max_rank + 1;
-  t.steps = static_cast<int>(sink->spans.size());
+  while (t.first_step < static_cast<int>(sink->spans.size()) && sink->spans[t.first_step].second == INT64_MIN) {
+    ++t.first_step;
+  }
+  t.steps = static_cast<int>(sink->spans.size()) - t.first_step;
   t.events = static_cast<int64_t>(sink->ops.size());
   return t;
 }
@@ -131,12 +134,13 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
   MS_ASSIGN_OR_RETURN(c.predicted, Collect(predicted, &p));
   MS_ASSIGN_OR_RETURN(c.measured, Collect(measured, &m));
   MS_RETURN_IF_ERROR(SameShape(p.header, m.header, c.predicted, c.measured));
-  c.first_step = options.warmup >= 0 ? options.warmup : (c.measured.steps > 1 ? 1 : 0);
-  c.last_step = c.measured.steps - 1;
+  c.first_step = c.measured.first_step + (options.warmup >= 0 ? options.warmup : (c.measured.steps > 1 ? 1 : 0));
+  c.last_step = c.measured.first_step + c.measured.steps - 1;
   if (c.predicted.steps == 0 || c.last_step < c.first_step) {
     return Status::BadField("steps", std::to_string(c.predicted.steps) + " predicted, " +
                                          std::to_string(c.measured.steps) + " measured",
-                            "no step to compare after " + std::to_string(c.first_step) + " warm-up step(s) (--warmup)");
+                            "no step to compare after " + std::to_string(c.first_step - c.measured.first_step) +
+                                " warm-up step(s) (--warmup)");
   }
   for (const auto& [trace, collected] : {std::pair<const ComparedTrace*, const OpCollector*>{&c.predicted, &p},
                                          {&c.measured, &m}}) {
@@ -151,7 +155,7 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
   }
   // Measured step k is held against predicted step k, or the predicted trace's last step when it
   // holds fewer (a simulated healthy step repeats): renumber, then merge by (rank, step, op id).
-  const int last_predicted = c.predicted.steps - 1;
+  const int last_predicted = c.predicted.first_step + c.predicted.steps - 1;
   auto predicted_step = [&](int k) { return std::min(k, last_predicted); };
   std::vector<OpRecord> held;
   held.reserve(m.ops.size());

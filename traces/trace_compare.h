@@ -38,7 +38,9 @@ struct CompareOptions {
 // One side's header, as the report names it.
 struct ComparedTrace {
   std::string path, source, scenario_name;
-  int world_size = 0, steps = 0;
+  // steps: how many the trace holds, from first_step (a run resumed from a checkpoint numbers its
+  // steps as the run does: its trace holds none before the one it resumed at).
+  int world_size = 0, steps = 0, first_step = 0;
   int64_t events = 0;
 };
 

@@ -2,6 +2,8 @@
 // schedule and the optimizer must reproduce the reference run, and bad launches must fail clearly.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "exec/self_communicator.h"
 #include "tests/exec/tiny_run.h"
 #include "traces/diagnosis.h"
@@ -76,6 +78,12 @@ TEST(SingleRankRun, APlanForEightRanksNamesTheLaunch) {
   EXPECT_EQ(run.status().message(),
             "the plan needs 8 ranks (TP 2 x PP 2 x DP 2); the process was started without mpirun (1 rank); "
             "run it with mpirun -np 8");
+  // Under `mpirun -np 1` (the launcher's variables set) the launch is what was wrong, not its absence.
+  ::setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+  Result<TrainingReport> one = Train(*plan, testing::TinyOptions(ADAM), &world, nullptr);
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ASSERT_FALSE(one.ok());
+  EXPECT_EQ(one.status().message(), "the plan needs 8 ranks (TP 2 x PP 2 x DP 2); mpirun started 1; run it with mpirun -np 8");
 }
 
 TEST(SingleRankRun, AMissingCorpusIsNotFoundNamingThePath) {

@@ -299,6 +299,57 @@ TEST(Diagnosis, ATraceWithoutOpEventsOfACompletedRunSaysSo) {
   EXPECT_NE(r.notes[0].find("TRACE_OPS"), std::string::npos) << r.notes[0];
 }
 
+// A run resumed from a checkpoint writes its steps under the run's numbers: its trace holds steps
+// 5 and 6 and none before. It is the same trace as steps 0 and 1 (TwoStageTrace): the same two
+// 100 ms steps, the same breakdown, named 5 and 6 (the five absent steps counted as empty ones,
+// dividing the step time by 3.5).
+TEST(Diagnosis, AResumedRunsTraceCountsTheStepsItHolds) {
+  std::vector<TraceEvent> shifted;
+  for (TraceEvent e : TwoStageTrace()) {
+    e.set_step(e.step() + 5);
+    e.set_start_ns(e.start_ns() + 500 * kMs);
+    e.set_end_ns(e.end_ns() + 500 * kMs);
+    shifted.push_back(e);
+  }
+  RunEnd end, base_end;
+  end.set_steps_completed(7);
+  base_end.set_steps_completed(2);
+  const DiagnosisReport base = DiagnoseFile(TwoStageTrace(), TwoStageHeader(), {}, &base_end);
+  const DiagnosisReport r = DiagnoseFile(shifted, TwoStageHeader(), {}, &end);
+  EXPECT_EQ(r.steps_completed, 2);
+  EXPECT_EQ(r.first_step, 5);
+  EXPECT_EQ(r.step_ids, (std::vector<int64_t>{5, 6}));
+  ASSERT_EQ(r.step_times_s.size(), 2u);
+  EXPECT_NEAR(r.iteration_time_s, base.iteration_time_s, kTol);
+  EXPECT_NEAR(r.iteration_time_s, 0.1, kTol);
+  EXPECT_NEAR(r.tokens_per_s, base.tokens_per_s, 1e-6 * base.tokens_per_s);
+  EXPECT_NEAR(r.breakdown.compute_s, base.breakdown.compute_s, kTol);
+  EXPECT_NEAR(r.breakdown.exposed_comm_s, base.breakdown.exposed_comm_s, kTol);
+  EXPECT_NEAR(r.breakdown.bubble_s, base.breakdown.bubble_s, kTol);
+  ASSERT_EQ(r.heatmap.compute_s.size(), 2u);
+  EXPECT_FLOAT_EQ(r.heatmap.compute_s[1][0], base.heatmap.compute_s[1][0]);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes[0].find("starts at step 5"), std::string::npos) << r.notes[0];
+}
+
+// A killed run's trace (its writer's temporary file, read as it was left) has no run-end record:
+// an executor's trace without one is a run that did not finish, not a healthy one.
+TEST(Diagnosis, AnExecutorsTraceWithoutItsEndIsARunThatDidNotFinish) {
+  TraceHeader h = TwoStageHeader();
+  h.set_source("exec");
+  const DiagnosisReport cut = DiagnoseFile(TwoStageTrace(), h);
+  EXPECT_TRUE(cut.run_failed);
+  EXPECT_EQ(cut.steps_completed, 1) << "its last step may be cut";
+  ASSERT_FALSE(cut.notes.empty());
+  EXPECT_NE(cut.notes[0].find("no run-end record"), std::string::npos) << cut.notes[0];
+  RunEnd end;
+  end.set_steps_completed(2);
+  const DiagnosisReport closed = DiagnoseFile(TwoStageTrace(), h, {}, &end);
+  EXPECT_FALSE(closed.run_failed);
+  EXPECT_EQ(closed.steps_completed, 2);
+  EXPECT_TRUE(closed.notes.empty());
+}
+
 TEST(Diagnosis, JsonHasTheStableFieldNamesAndTextSummarizes) {
   DiagnosisReport r = DiagnoseFile(TwoStageTrace(), TwoStageHeader());
   nlohmann::json j = nlohmann::json::parse(ReportToJson(r));

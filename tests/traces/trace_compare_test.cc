@@ -166,6 +166,24 @@ TEST(TraceCompare, MeasuredStepsAfterWarmupAreHeldAgainstTheLastPredictedStep) {
   std::remove(m.c_str());
 }
 
+// A run resumed from a checkpoint at step 5 writes steps 5..7 and none before: the trace holds 3
+// steps, the warm-up is its first (5), and steps 6 and 7 are held against the simulated step.
+TEST(TraceCompare, AResumedRunsStepsCountFromTheStepItResumedAt) {
+  const std::string p = Write("p1r.trace", {Step(0)});
+  const std::string m = Write("m5.trace", {Step(5, 5.0), Step(6, 2.0), Step(7, 2.0)});
+  Result<TraceComparison> c = Compare(p, m);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->measured.steps, 3);
+  EXPECT_EQ(c->measured.first_step, 5);
+  EXPECT_EQ(c->first_step, 6);
+  EXPECT_EQ(c->last_step, 7);
+  EXPECT_EQ(c->matched, 8);
+  EXPECT_NEAR(Kind(*c, FFN_UP_GEMM)->ratio(), 1.5, 1e-9);
+  EXPECT_FALSE(Compare(p, m, 3).ok()) << "3 warm-up steps leave none of the 3";
+  std::remove(p.c_str());
+  std::remove(m.c_str());
+}
+
 TEST(TraceCompare, TracesOfDifferentPlansAreRefused) {
   const std::string p = Write("p2.trace", {Step(0)});
   const std::string m = Write("m4.trace", {Step(0)}, /*dp=*/4);
