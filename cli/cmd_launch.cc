@@ -215,7 +215,10 @@ Status RunLaunch(const LaunchArgs& args) {
       if (removed > 0) log.Add(a.end_s, "cleaned", {{"attempt", number}, {"temporary_files", removed}});
     }
     // Bad input fails the same way every time: not retried, and no rank is to blame.
-    const bool bad_input = failure.empty() && job->exit_code() == 2 && !monitor.LauncherCulprit();
+    // So does a launcher that cannot be started (the shell's 127 / 126: not found, not executable)
+    // before any rank ran a step.
+    const bool cannot_start = failure.empty() && !first_step_seen && (job->exit_code() == 127 || job->exit_code() == 126);
+    const bool bad_input = cannot_start || (failure.empty() && job->exit_code() == 2 && !monitor.LauncherCulprit());
     // The culprit: the rank the launcher says died, else the rank lost, else the one silent longest.
     int culprit = -1;
     if (std::optional<int> r = monitor.LauncherCulprit()) culprit = *r;
@@ -255,7 +258,7 @@ Status RunLaunch(const LaunchArgs& args) {
     log.Add(a.end_s, "failed",
             {{"attempt", number}, {"why", a.outcome}, {"culprit_rank", a.culprit}, {"step", a.culprit_step},
              {"op", a.culprit_op}, {"kind", a.culprit_kind}, {"phase", a.culprit_phase}, {"silent_s", a.silent_s}});
-    if (bad_input) bad_input_exit = 2;
+    if (bad_input) bad_input_exit = job->exit_code();
     attempts.push_back(a);
   }
   ::close(beat_fd);
@@ -287,7 +290,9 @@ Status RunLaunch(const LaunchArgs& args) {
   model.async_s = model.step_time_s;  // the write is done by the next step boundary (the agreement's)
   model.trials = 2000;
   const int interval = scenario.reliability().checkpoint().interval_steps();
-  const double predicted = completed && interval > 0 ? SimulateEttr(model, interval).ettr : 0.0;
+  // The model needs a completed run and a checkpoint interval; without them it says nothing (n/a).
+  const bool modelled = completed && interval > 0;
+  const double predicted = modelled ? SimulateEttr(model, interval).ettr : 0.0;
   if (args.json) {
     nlohmann::json j;
     j["scenario"] = scenario.name();
@@ -299,8 +304,8 @@ Status RunLaunch(const LaunchArgs& args) {
     j["step_time_s"] = step_s;
     j["useful_s"] = useful;
     j["lost_s"] = wall - useful;
-    j["ettr"] = ettr;
-    j["ettr_predicted"] = predicted;
+    j["ettr"] = completed ? nlohmann::json(ettr) : nlohmann::json();
+    j["ettr_predicted"] = modelled ? nlohmann::json(predicted) : nlohmann::json();
     j["ettr_model"] = {{"failures_per_s", model.failures_per_s}, {"recovery_s", model.recovery_s},
                        {"block_s", model.block_s},           {"interval_steps", interval},
                        {"step_time_s", model.step_time_s},   {"horizon_s", model.horizon_s}};
@@ -320,11 +325,23 @@ Status RunLaunch(const LaunchArgs& args) {
     }
     std::printf("wall          %.2f s: %.2f s of kept training (%d steps x %.4f s), %.2f s lost\n", wall, useful, steps,
                 step_s, wall - useful);
-    std::printf("ETTR          %.3f measured; %.3f by megascale ettr's model with these settings (%d failure%s, "
-                "recovery %.2f s, a checkpoint every %d steps blocking %.3g ms; the first start-up left out)\n",
-                ettr, predicted, failures, failures == 1 ? "" : "s", model.recovery_s, interval, 1e3 * model.block_s);
+    if (!completed) {
+      std::printf("ETTR          n/a (the run did not complete)\n");
+    } else if (!modelled) {
+      std::printf("ETTR          %.3f measured; n/a by megascale ettr's model (no checkpoint interval: "
+                  "reliability.checkpoint.interval_steps)\n",
+                  ettr);
+    } else {
+      std::printf("ETTR          %.3f measured; %.3f by megascale ettr's model with these settings (%d failure%s, "
+                  "recovery %.2f s, a checkpoint every %d steps blocking %.3g ms; the first start-up left out)\n",
+                  ettr, predicted, failures, failures == 1 ? "" : "s", model.recovery_s, interval, 1e3 * model.block_s);
+    }
   }
-  if (bad_input_exit != 0) return Status::InvalidInput("the run failed on bad input (exit 2); not retried");
+  if (bad_input_exit == 2) return Status::InvalidInput("the run failed on bad input (exit 2); not retried");
+  if (bad_input_exit != 0) {
+    return Status::InvalidInput("the launcher '" + args.launcher + "' could not start the job (exit " +
+                                std::to_string(bad_input_exit) + "); not retried");
+  }
   if (!completed) {
     return Status::FailedRun("the job did not complete in " + std::to_string(attempts.size()) +
                              " attempts (--retries " + std::to_string(args.retries) + ")");

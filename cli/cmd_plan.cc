@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/views.h"
+#include "planner/metrics.h"
 #include "planner/plan_builder.h"
 #include "planner/search.h"
 #include "planner/search_inverse.h"
@@ -140,10 +141,11 @@ Status RunPlan(const PlanArgs& args) {
     return Status::Ok();
   }
   std::printf("scenario      %s\n", scenario.name().c_str());
-  std::printf("cluster       %d x %s\n", plan.world_size(), plan.cluster().gpu().c_str());
+  std::printf("cluster       %s\n", ClusterLine(plan).c_str());
   std::printf("layout        %s\n", LayoutLine(plan).c_str());
-  std::printf("predicted     step %.3f s, MFU %.1f%%, %.1f TFLOP/s per GPU, %.0f tokens/s\n",
-              p.iteration_time_s(), 100 * p.mfu(), p.tflops_per_gpu(), p.tokens_per_s());
+  std::printf("predicted     step %.3f s, MFU %s%%, %s TFLOP/s per GPU, %.0f tokens/s\n",
+              p.iteration_time_s(), FigureText(100 * p.mfu()).c_str(), FigureText(p.tflops_per_gpu()).c_str(),
+              p.tokens_per_s());
   std::printf("breakdown     compute %.3f s, exposed communication %.3f s, bubble %.3f s\n",
               p.compute_s(), p.exposed_comm_s(), p.bubble_s());
   std::printf("%s", HostBoundLine(plan).c_str());

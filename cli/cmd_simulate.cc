@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/file_args.h"
 #include "cli/views.h"
+#include "planner/metrics.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"
 #include "traces/chrome_export.h"
@@ -32,11 +33,12 @@ void PrintText(const Scenario& scenario, const Plan& plan, const DiagnosisReport
                const SimStats& stats) {
   const Prediction& p = plan.prediction();
   std::printf("scenario      %s\n", scenario.name().c_str());
-  std::printf("cluster       %d x %s\n", plan.world_size(), plan.cluster().gpu().c_str());
+  std::printf("cluster       %s\n", ClusterLine(plan).c_str());
   std::printf("layout        %s\n", LayoutLine(plan).c_str());
   if (r.steps_completed > 0) {
-    std::printf("simulated     step %.3f s, MFU %.1f%%, %.1f TFLOP/s per GPU, %.0f tokens/s\n",
-                r.iteration_time_s, 100 * r.mfu, r.tflops_per_gpu, r.tokens_per_s);
+    std::printf("simulated     step %.3f s, MFU %s%%, %s TFLOP/s per GPU, %.0f tokens/s\n",
+                r.iteration_time_s, FigureText(100 * r.mfu).c_str(), FigureText(r.tflops_per_gpu).c_str(),
+                r.tokens_per_s);
     const double t = r.iteration_time_s;
     std::printf("breakdown     compute %.1f%%, exposed communication %.1f%%, bubble %.1f%%\n",
                 100 * r.breakdown.compute_s / t, 100 * r.breakdown.exposed_comm_s / t,

@@ -25,6 +25,15 @@ Result<Scenario> LoadResolvedScenario(const std::string& path, const std::string
   return ResolveScenario(raw);
 }
 
+std::string ClusterLine(const Plan& plan) {
+  const ClusterSpec& c = plan.cluster();
+  std::string line = std::to_string(plan.world_size()) + " x " + c.gpu();
+  if (!c.calibration_file().empty()) {
+    line += " (figures of the measured device '" + c.calibration().device() + "', " + c.calibration_file() + ")";
+  }
+  return line;
+}
+
 Result<Scenario> WithSearchedLayout(const Scenario& resolved, const std::string& command) {
   if (!resolved.search().enabled()) return resolved;
   RankedLayout best;

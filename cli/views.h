@@ -28,6 +28,8 @@ nlohmann::json LayoutJson(const LayoutSpec& l, int micro_batch, int64_t global_b
 nlohmann::json PredictionJson(const Prediction& p);
 // "TP 8 x PP 8 (6 virtual) x DP 192, micro-batch 1, 32 micro-batches, ZeRO-1"
 std::string LayoutLine(const Plan& plan);
+// "8 x A100", or with a measured device "8 x A100 (figures of the measured device 'cpu', cpu.calib)".
+std::string ClusterLine(const Plan& plan);
 // "host-bound    ..." with its newline where the plan's compute waits for an eager stack's kernel
 // launches for more than 0.5 % of it (Prediction.host_wait_s); else empty.
 std::string HostBoundLine(const Plan& plan);

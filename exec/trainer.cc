@@ -62,8 +62,11 @@ void InjectFaults(const RunOptions& options, int rank, int step) {
     if (f.rank() != rank || f.step() != step || f.attempt() != options.attempt) continue;
     if (f.kind() != RunFault::KILL && f.kind() != RunFault::FREEZE) continue;
     const bool kill = f.kind() == RunFault::KILL;
-    std::fprintf(stderr, "megascale: injected fault (run.faults): rank %d %s as step %d begins\n", rank,
-                 kill ? "killed" : "frozen", step);
+    // run.faults.step and the trace count steps from 0; the progress lines from 1 ("step 4/60").
+    std::fprintf(stderr,
+                 "megascale: injected fault (run.faults): rank %d %s as step %d begins (the progress lines' "
+                 "step %d)\n",
+                 rank, kill ? "killed" : "frozen", step, step + 1);
     std::fflush(stderr);
     std::raise(kill ? SIGKILL : SIGSTOP);
   }

@@ -188,6 +188,7 @@ Result<Prediction> PredictPlan(const Plan& plan) {
   // Ranks that share cores cannot finish before their work fits on those cores (the simulator
   // shares them op by op; the closed form keeps the bound). Only a measured CPU device has pools:
   // the GPU plans of a search skip the per-rank table.
+  const double program_step = step;
   if (plan.cluster().calibration().core_pool_size() > 0) {
     step = std::max(step, CorePoolStepBound(plan, CorePoolsOf(plan)));
   }
@@ -201,12 +202,15 @@ Result<Prediction> PredictPlan(const Plan& plan) {
 
   StageBreakdown critical;
   for (int s = 0; s < plan.stages_size(); ++s) {
-    const StageBreakdown b = AttributeStage(plan.stages(s), timing[s], step);
+    const StageBreakdown b = AttributeStage(plan.stages(s), timing[s], program_step);
     if (s == 0 || b.compute_s > critical.compute_s) critical = b;
   }
-  p.set_compute_s(critical.compute_s);
-  p.set_exposed_comm_s(critical.exposed_comm_s);
-  p.set_bubble_s(critical.bubble_s);
+  // Shared cores stretch every op of the step alike (the simulator's pooled ops): the breakdown of
+  // the uncontended timeline, scaled to the step, not the stretch read as idle time.
+  const double stretch = program_step > 0 ? step / program_step : 1;
+  p.set_compute_s(critical.compute_s * stretch);
+  p.set_exposed_comm_s(critical.exposed_comm_s * stretch);
+  p.set_bubble_s(critical.bubble_s * stretch);
   p.set_host_wait_s(critical.host_wait_s);
   return p;
 }

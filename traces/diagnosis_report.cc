@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/layout.h"
+#include "planner/metrics.h"
 #include "traces/diagnosis.h"
 #include "traces/format.h"
 #include "traces/rank_view.h"
@@ -177,8 +178,8 @@ std::string ReportToText(const DiagnosisReport& r) {
     out += std::to_string(r.recorded_ranks) + " of them recorded (the others are absent from the trace, not idle)\n";
   }
   if (r.steps_completed > 0) {
-    out += Fmt("step time %.4g s, MFU ", r.iteration_time_s) + Figure("%.1f%%", 100 * r.mfu) + " (HFU " +
-           Figure("%.1f%%", 100 * r.hfu) + "), " + Figure("%.1f", r.tflops_per_gpu) + " TFLOP/s per GPU, " +
+    out += Fmt("step time %.4g s, MFU ", r.iteration_time_s) + FigureText(100 * r.mfu) + "% (HFU " +
+           FigureText(100 * r.hfu) + "%), " + FigureText(r.tflops_per_gpu) + " TFLOP/s per GPU, " +
            Figure("%.4g", r.tokens_per_s) + " tokens/s\n";
     const Breakdown& b = r.breakdown;
     const double total = b.compute_s + b.exposed_comm_s + b.bubble_s;

@@ -8,6 +8,7 @@
 
 #include "base/atomic_file.h"
 #include "planner/layout.h"
+#include "planner/metrics.h"
 #include "traces/event_name.h"
 #include "traces/format.h"
 #include "traces/rank_view.h"
@@ -219,7 +220,7 @@ std::string ReportToHtml(const DiagnosisReport& r, const std::string& extra_sect
   if (r.steps_completed > 0) {
     row("step time", Fmt("%.4g s", r.iteration_time_s));
     row("MFU", Figure("%.1f%%", 100 * r.mfu) + " (HFU " + Figure("%.1f%%", 100 * r.hfu) + "), " +
-                   Figure("%.1f", r.tflops_per_gpu) + " TFLOP/s per GPU");
+                   FigureText(r.tflops_per_gpu) + " TFLOP/s per GPU");
     row("tokens/s", Figure("%.4g", r.tokens_per_s));
   }
   h += "</table>\n<h2>Findings</h2>\n<pre>" + HtmlEscape(ReportToText(r)) + "</pre>\n";

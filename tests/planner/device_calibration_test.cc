@@ -310,6 +310,31 @@ TEST(DeviceCalibration, ThePredictionOfRanksSharingCoresIsTheirWorkOverTheCores)
   EXPECT_DOUBLE_EQ(step_with(1, 8), own);  // as many cores as ranks: nothing shared
 }
 
+// Shared cores stretch every op alike: the breakdown keeps the uncontended step's shares, scaled
+// to the longer step (the stretch was read as pipeline bubble: 79% of a calibrated CPU step).
+TEST(DeviceCalibration, SharedCoresStretchTheBreakdownNotTheBubble) {
+  auto predict = [](int cores) {
+    DeviceCalibration d = Measured();
+    d.set_host_cpu_per_op_s(2e-6);
+    if (cores > 0) {
+      CorePool* pool = d.add_core_pool();
+      for (int r = 0; r < 8; ++r) pool->add_ranks(r);
+      pool->set_cores(cores);
+    }
+    Result<Prediction> p = PredictPlan(CpuPlan(d));
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    return p.ok() ? *p : Prediction();
+  };
+  const Prediction own = predict(0), shared = predict(1);
+  ASSERT_GT(shared.iteration_time_s(), 2 * own.iteration_time_s());
+  const double stretch = shared.iteration_time_s() / own.iteration_time_s();
+  EXPECT_NEAR(shared.compute_s(), stretch * own.compute_s(), 1e-9 * shared.iteration_time_s());
+  EXPECT_NEAR(shared.exposed_comm_s(), stretch * own.exposed_comm_s(), 1e-9 * shared.iteration_time_s());
+  EXPECT_NEAR(shared.bubble_s(), stretch * own.bubble_s(), 1e-9 * shared.iteration_time_s());
+  EXPECT_NEAR(shared.compute_s() + shared.exposed_comm_s() + shared.bubble_s(), shared.iteration_time_s(),
+              1e-9 * shared.iteration_time_s());
+}
+
 TEST(DeviceCalibration, ACorePoolOutOfItsRulesIsNamed) {
   DeviceCalibration d = Measured();
   CorePool* p = d.add_core_pool();
