@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/signal_cleanup.h"
 #include "base/steady_clock.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
@@ -141,7 +143,21 @@ Status RunLaunch(const LaunchArgs& args) {
   nlohmann::json final_run;
   bool completed = false;
   int bad_input_exit = 0;
-  for (int number = 0; number <= args.retries && !completed && bad_input_exit == 0; ++number) {
+  // Ctrl-C or SIGTERM: the first is passed on to the running attempt, whose ranks stop at the next
+  // step boundary with their trace and summary complete; no attempt follows. A second one ends
+  // this driver at once.
+  std::atomic<int> stop{0};
+  SetGracefulStop(&stop);
+  struct Restore {
+    ~Restore() { SetGracefulStop(nullptr); }
+  } restore;
+  int stopped_by = 0;
+  for (int number = 0; number <= args.retries && !completed && bad_input_exit == 0 && stopped_by == 0;
+       ++number) {
+    if (stop.load() != 0) {
+      stopped_by = stop.load();
+      break;
+    }
     std::vector<std::string> argv = Words(args.launcher);
     argv.insert(argv.end(), {"-np", std::to_string(world), SelfPath(), "run", args.scenario, "-q", "--json",
                              "--heartbeat", "127.0.0.1:" + std::to_string(sock.second), "--attempt",
@@ -176,6 +192,12 @@ Status RunLaunch(const LaunchArgs& args) {
         log.Add(now - t0, "training", {{"attempt", number}, {"step", monitor.StepReached()}});
       }
       if (job->Exited()) break;
+      if (stop.load() != 0 && stopped_by == 0) {
+        stopped_by = stop.load();
+        job->Signal(stopped_by);
+        log.Add(now - t0, "interrupted", {{"attempt", number}, {"signal", stopped_by}});
+        continue;  // the ranks stop at their next step boundary: wait for the launcher to end
+      }
       if (std::optional<int> w = monitor.WatchdogRank()) {
         failure = "watchdog of rank " + std::to_string(*w) + " fired (no progress for sim.collective_timeout_s)";
         break;
@@ -199,6 +221,12 @@ Status RunLaunch(const LaunchArgs& args) {
     a.end_s = detected - t0;
     a.exit_code = job->exit_code();
     a.step_reached = monitor.StepReached();
+    if (stopped_by != 0 && failure.empty()) {
+      a.outcome = "stopped by signal " + std::to_string(stopped_by) + " (passed on to the ranks)";
+      log.Add(a.end_s, "stopped", {{"attempt", number}, {"signal", stopped_by}, {"step", a.step_reached}});
+      attempts.push_back(a);
+      break;
+    }
     if (failure.empty() && job->exit_code() == 0) {
       a.outcome = "completed";
       completed = true;
@@ -336,6 +364,11 @@ Status RunLaunch(const LaunchArgs& args) {
                   "recovery %.2f s, a checkpoint every %d steps blocking %.3g ms; the first start-up left out)\n",
                   ettr, predicted, failures, failures == 1 ? "" : "s", model.recovery_s, interval, 1e3 * model.block_s);
     }
+  }
+  if (stopped_by != 0) {
+    return Status::Stopped(stopped_by, "stopped by signal " + std::to_string(stopped_by) +
+                                           ": passed on to the running attempt, which stopped at a step boundary; "
+                                           "no attempt follows");
   }
   if (bad_input_exit == 2) return Status::InvalidInput("the run failed on bad input (exit 2); not retried");
   if (bad_input_exit != 0) {

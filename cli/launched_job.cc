@@ -96,6 +96,10 @@ bool LaunchedJob::Exited() {
   return true;
 }
 
+void LaunchedJob::Signal(int sig) {
+  if (!exited_) ::kill(pid_, sig);
+}
+
 void LaunchedJob::Kill(const std::vector<long>& pids) {
   if (!exited_) ::kill(-pid_, SIGKILL);
   for (long p : pids) {

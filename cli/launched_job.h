@@ -27,6 +27,9 @@ class LaunchedJob {
   // Whether the launcher has exited; its exit code then (128 + n for a signal).
   bool Exited();
   int exit_code() const { return exit_code_; }
+  // Sends `sig` to the launcher alone (mpirun passes SIGINT / SIGTERM on to the ranks once; its
+  // group would have them twice, the second ending them at once).
+  void Signal(int sig);
   // SIGKILL to the launcher's group and to `pids`, then waits for the launcher.
   void Kill(const std::vector<long>& pids);
   // The fds of its output, for a poll beside the caller's.
