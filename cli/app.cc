@@ -235,7 +235,9 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // Every rank of an mpirun'd `run` parses the same words: one says what was wrong, in the form
+    // of every other error.
+    if (PrintsRunErrors()) std::cerr << "megascale: error: " << e.what() << " (--help for the options)\n";
     return 2;
   }
 
