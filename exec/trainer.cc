@@ -1,8 +1,8 @@
 // Train(): validation every rank agrees on, then the steps (exec/run_training.h).
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "exec/data_pipeline.h"
