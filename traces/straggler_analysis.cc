@@ -422,7 +422,8 @@ void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) con
       a->findings.push_back(c);
     }
   }
-  if (a->findings.empty() && a->m_s >= options_.explained) {
+  // A stage imbalance needs stages to differ: with one, its "last stage" is the whole job.
+  if (a->findings.empty() && in_.pp > 1 && a->m_s >= options_.explained) {
     StragglerCause c;
     c.kind = "stage_imbalance";
     c.stage = at.last_stage;
