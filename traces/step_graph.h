@@ -1,7 +1,7 @@
 // One step's dependency graph, rebuilt from its trace events, and a critical-path replay of it:
 // the what-if engine's model (what_if.h). Not SimGrid: an event replay over the graph.
 //
-// The graph (Build):
+// The graph (Build; the edges within a rank, the first four rules, are traces/rank_edges.h's):
 //  * ops of a rank run in lane order: each op follows the op of its lane that ended last by the
 //    time it started (the previous one on a lane that runs one op at a time; ops that overlap on
 //    one lane, as an exec rank's two threads can record them, do not wait for each other);
