@@ -4,6 +4,7 @@
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
+#include "cli/torn_trace_reads.h"
 #include "traces/compare_report.h"
 #include "traces/trace_compare.h"
 
@@ -17,8 +18,8 @@ Status RunCompare(const CompareArgs& args) {
       CheckDistinct({{"predicted", args.predicted}, {"measured", args.measured}}, {{"--html", args.html}}));
   CompareOptions options;
   options.warmup = args.warmup;
-  MS_ASSIGN_OR_RETURN(TraceComparison c, CompareTraces({args.predicted, TraceFormat::kAuto, ""},
-                                                       {args.measured, TraceFormat::kAuto, ""}, options));
+  MS_ASSIGN_OR_RETURN(TraceComparison c, CompareEvenIfTorn({args.predicted, TraceFormat::kAuto, ""},
+                                                           {args.measured, TraceFormat::kAuto, ""}, options));
   if (!args.html.empty()) MS_RETURN_IF_ERROR(WriteFileAtomically(args.html, ComparisonHtmlPage(c)));
   if (args.json) {
     std::cout << ComparisonJson(c).dump(2) << "\n";

@@ -1,20 +1,16 @@
 // `megascale diagnose` and `megascale export`. Every input is checked before the (long) analysis
 // starts, and every output file is written atomically after it: a bad flag costs nothing and a
 // failed run leaves no file behind.
-#include <unistd.h>
-
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <optional>
 
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
-#include "cli/trace_salvage.h"
+#include "cli/torn_trace_reads.h"
 #include "traces/chrome_export.h"
 #include "traces/compare_report.h"
 #include "traces/diagnose_input.h"
@@ -36,38 +32,6 @@ Result<double> ParseThreshold(const std::string& text) {
     return Status::BadField("--straggler-threshold", text, "must be a number in [0, 10]");
   }
   return v;
-}
-
-// A trace of ours whose writer was killed mid-write (the temporary file a killed `megascale run`
-// leaves, or a copy of it) ends inside a record: diagnosed as what it is, a failed run, from a
-// whole copy of its records up to the cut (cli/trace_salvage.h), with a note. Any other failure
-// of the diagnosis is returned as it was.
-Result<DiagnosisReport> DiagnoseEvenIfTorn(const TraceInput& input, const FullDiagnosisOptions& options) {
-  Result<DiagnosisReport> report = DiagnoseInput(input, options);
-  if (report.ok()) return report;
-  Result<TraceFormat> detected = DetectTraceFormat(input.path);
-  const bool ours = input.format == TraceFormat::kNative ||
-                    (input.format == TraceFormat::kAuto && detected.ok() && *detected == TraceFormat::kNative);
-  if (!ours) return report;
-  std::string whole = (std::filesystem::temp_directory_path() / "megascale-diagnose-XXXXXX").string();
-  const int fd = ::mkstemp(whole.data());
-  if (fd < 0) return report;
-  ::close(fd);
-  Result<SalvagedTrace> salvaged = WholeTraceOf(input.path, whole);
-  if (!salvaged.ok() || !salvaged->torn) {
-    std::remove(whole.c_str());
-    return report;
-  }
-  TraceInput copy = input;
-  copy.path = whole;
-  copy.format = TraceFormat::kNative;
-  Result<DiagnosisReport> again = DiagnoseInput(copy, options);
-  std::remove(whole.c_str());
-  if (!again.ok()) return report;
-  again->notes.insert(again->notes.begin(),
-                      Quoted(input.path) + " ends inside a record at byte " + std::to_string(salvaged->torn_at) +
-                          " (its writer was killed mid-write): diagnosed up to there, as a run that failed");
-  return again;
 }
 
 }  // namespace
@@ -109,7 +73,7 @@ Status RunDiagnose(const DiagnoseArgs& args) {
   }
   std::optional<TraceComparison> comparison;
   if (!args.predicted.empty()) {
-    MS_ASSIGN_OR_RETURN(comparison, CompareTraces({args.predicted, TraceFormat::kAuto, ""}, input, CompareOptions{}));
+    MS_ASSIGN_OR_RETURN(comparison, CompareEvenIfTorn({args.predicted, TraceFormat::kAuto, ""}, input, CompareOptions{}));
   }
   if (!args.html.empty()) {
     MS_RETURN_IF_ERROR(WriteHtmlReport(report, args.html, comparison ? ComparisonHtmlSection(*comparison) : ""));

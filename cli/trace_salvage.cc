@@ -1,11 +1,14 @@
 #include "cli/trace_salvage.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "base/atomic_file.h"
+#include "traces/trace_import.h"
 #include "traces/trace_io.h"
 
 namespace megascale::cli {
@@ -88,6 +91,44 @@ Status SalvageTrace(const std::string& path, const std::vector<RankStatus>& stat
 Result<SalvagedTrace> WholeTraceOf(const std::string& from, const std::string& to) {
   MS_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(from));
   return Copy(reader.get(), to, {}, -1, /*strict=*/true);
+}
+
+std::unique_ptr<TornTraceCopy> TornTraceCopy::Of(const TraceInput& input) {
+  Result<TraceFormat> detected = DetectTraceFormat(input.path);
+  const bool ours = input.format == TraceFormat::kNative ||
+                    (input.format == TraceFormat::kAuto && detected.ok() && *detected == TraceFormat::kNative);
+  if (!ours) return nullptr;
+  std::string whole = (std::filesystem::temp_directory_path() / "megascale-whole-trace-XXXXXX").string();
+  const int fd = ::mkstemp(whole.data());
+  if (fd < 0) return nullptr;
+  ::close(fd);
+  Result<SalvagedTrace> salvaged = WholeTraceOf(input.path, whole);
+  if (!salvaged.ok() || !salvaged->torn) {
+    std::remove(whole.c_str());
+    return nullptr;
+  }
+  TraceInput copy = input;
+  copy.path = whole;
+  copy.format = TraceFormat::kNative;
+  return std::unique_ptr<TornTraceCopy>(new TornTraceCopy(input, std::move(copy), salvaged->torn_at));
+}
+
+TornTraceCopy::TornTraceCopy(TraceInput original, TraceInput copy, int64_t torn_at)
+    : original_(std::move(original)), copy_(std::move(copy)), torn_at_(torn_at) {}
+
+TornTraceCopy::~TornTraceCopy() { std::remove(copy_.path.c_str()); }
+
+std::string TornTraceCopy::Note(const std::string& what_was_done) const {
+  return "'" + original_.path + "' ends inside a record at byte " + std::to_string(torn_at_) +
+         " (its writer was killed mid-write): " + what_was_done;
+}
+
+std::string TornTraceCopy::Named(std::string text) const {
+  for (size_t at = text.find(copy_.path); at != std::string::npos; at = text.find(copy_.path, at)) {
+    text.replace(at, copy_.path.size(), original_.path);
+    at += original_.path.size();
+  }
+  return text;
 }
 
 }  // namespace megascale::cli

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "traces/trace.pb.h"
+#include "traces/trace_import.h"
 
 namespace megascale::cli {
 
@@ -32,5 +34,30 @@ struct SalvagedTrace {
 // records up to the first torn one, then, without a RunEnd, one that says the run failed (ending
 // at its last event). `from` is kept. InvalidInput when a record is corrupt rather than cut.
 Result<SalvagedTrace> WholeTraceOf(const std::string& from, const std::string& to);
+
+// A trace of ours whose writer was killed mid-write (the temporary file a killed `megascale run`
+// leaves, or a copy of it) ends inside a record, and its readers refuse it. The commands that
+// read traces (diagnose, compare) first read the input as it is and, where that fails, read a
+// whole copy of its records up to the cut (WholeTraceOf) instead, with a note: one rule for all.
+class TornTraceCopy {
+ public:
+  // The copy of `input` where it is one of our traces cut inside a record; nullptr where it is
+  // not (another format, a whole trace, a corrupt record) or no temporary file can be made.
+  static std::unique_ptr<TornTraceCopy> Of(const TraceInput& input);
+  ~TornTraceCopy();  // removes the copy
+  TornTraceCopy(const TornTraceCopy&) = delete;
+  TornTraceCopy& operator=(const TornTraceCopy&) = delete;
+
+  const TraceInput& input() const { return copy_; }  // the copy, to read instead
+  // "'PATH' ends inside a record at byte N (its writer was killed mid-write): " + what_was_done.
+  std::string Note(const std::string& what_was_done) const;
+  // `text` with the copy's path, wherever a reader wrote it, replaced by the original's.
+  std::string Named(std::string text) const;
+
+ private:
+  TornTraceCopy(TraceInput original, TraceInput copy, int64_t torn_at);
+  TraceInput original_, copy_;
+  int64_t torn_at_ = 0;
+};
 
 }  // namespace megascale::cli

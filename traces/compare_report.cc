@@ -11,7 +11,8 @@ namespace {
 
 std::string Describe(const ComparedTrace& t) {
   return "'" + (t.source.empty() ? std::string("?") : t.source) + "' trace " + t.path + " (" +
-         std::to_string(t.world_size) + " ranks, " + std::to_string(t.steps) + " steps)";
+         std::to_string(t.world_size) + " ranks, " + std::to_string(t.steps) + " steps" +
+         (t.unfinished_steps > 0 ? " completed, " + std::to_string(t.unfinished_steps) + " not" : "") + ")";
 }
 
 std::string OpName(const OpComparison& o) {
@@ -56,7 +57,8 @@ std::string ComparisonText(const TraceComparison& c) {
 nlohmann::json ComparisonJson(const TraceComparison& c) {
   auto side = [](const ComparedTrace& t) {
     return nlohmann::json{{"path", t.path},       {"source", t.source}, {"scenario_name", t.scenario_name},
-                          {"world_size", t.world_size}, {"steps", t.steps}, {"events", t.events}};
+                          {"world_size", t.world_size}, {"steps", t.steps}, {"unfinished_steps", t.unfinished_steps},
+                          {"events", t.events}};
   };
   auto ratio = [](double p, double m) { return p > 0 ? nlohmann::json(m / p) : nlohmann::json(nullptr); };
   nlohmann::json j;

@@ -7,6 +7,7 @@
 
 #include "planner/layout.h"
 #include "planner/metrics.h"
+#include "traces/completed_steps.h"
 #include "traces/drift.h"
 #include "traces/hang_locator.h"
 #include "traces/median.h"
@@ -207,23 +208,15 @@ DiagnosisReport DiagnosisEngine::Finish() {
   const int ranks = static_cast<int>(s.last_end_ns.size());
   report.world_size = h.world_size() > 0 ? h.world_size() : ranks;
   report.run_failed = (s.end && s.end->failed()) || s.heartbeat_lost || s.op_failures > 0;
-  // The executor ends every trace it closes with the run's end: one without it is a run that did
-  // not finish (killed: its writer's temporary file, read as it was left). (A killed simulation
-  // leaves no file.)
-  if (h.source() == "exec" && !s.end && !s.step_end_ns.empty()) {
+  // (A killed simulation leaves no file.)
+  if (UnfinishedRun(h, s.end, static_cast<int>(s.step_end_ns.size()))) {
     report.run_failed = true;
     report.notes.push_back("the trace has no run-end record: the run did not finish (killed, or still running "
                            "when the file was read); its last step is counted as unfinished");
   }
 
-  // Completed steps: as the run's end says; without one, a failed run's last step is unfinished.
   const int seen = static_cast<int>(s.step_end_ns.size());
-  int completed = seen;
-  if (s.end && s.end->has_steps_completed()) {
-    completed = std::min(seen, std::max(0, s.end->steps_completed()));
-  } else if (report.run_failed) {
-    completed = std::max(0, seen - 1);
-  }
+  const int completed = CompletedSteps(seen, s.end, report.run_failed);
   // A run resumed from a checkpoint numbers its steps as the run does: its trace starts at the step
   // it resumed at, and the steps before (none of their events) are not the trace's.
   int first = 0;

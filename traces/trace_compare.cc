@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 
+#include "traces/completed_steps.h"
 #include "traces/host_work.h"
 #include "traces/trace_sink.h"
 
@@ -58,9 +61,10 @@ class OpCollector : public TraceSink {
     spans[e.step()].second = std::max(spans[e.step()].second, e.end_ns());
   }
   void OnStatus(const RankStatus&) override {}
-  void OnEnd(const RunEnd&) override {}
+  void OnEnd(const RunEnd& e) override { end = e; }
 
   TraceHeader header;
+  std::optional<RunEnd> end;
   std::vector<OpRecord> ops;
   std::vector<std::pair<int64_t, int64_t>> spans;  // by step: first start, last end
   int64_t dropped = 0;
@@ -86,7 +90,13 @@ Result<ComparedTrace> Collect(const TraceInput& input, OpCollector* sink) {
   while (t.first_step < static_cast<int>(sink->spans.size()) && sink->spans[t.first_step].second == INT64_MIN) {
     ++t.first_step;
   }
-  t.steps = static_cast<int>(sink->spans.size()) - t.first_step;
+  // A run that stopped in a step (failed, killed) is compared over the steps it completed, as the
+  // diagnosis counts them (traces/completed_steps.h).
+  const int seen = static_cast<int>(sink->spans.size());
+  const bool failed = (sink->end && sink->end->failed()) || UnfinishedRun(sink->header, sink->end, seen);
+  const int completed = CompletedSteps(seen, sink->end, failed);
+  t.steps = std::max(0, completed - t.first_step);
+  t.unfinished_steps = seen - std::max(completed, t.first_step);
   t.events = static_cast<int64_t>(sink->ops.size());
   return t;
 }
@@ -147,6 +157,14 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
     if (collected->host_work > 0) {
       c.notes.push_back(std::to_string(collected->host_work) + " host-work event(s) of " + trace->path +
                         " (checkpoints, GC: HOST_OP) are not the plan's ops: left out of the matching");
+    }
+  }
+  for (const ComparedTrace* trace : {&c.predicted, &c.measured}) {
+    if (trace->unfinished_steps > 0) {
+      const int from = trace->first_step + trace->steps;
+      c.notes.push_back(trace->path + ": the run did not complete step " + std::to_string(from) +
+                        (trace->unfinished_steps > 1 ? "-" + std::to_string(from + trace->unfinished_steps - 1) : "") +
+                        " (it failed or was killed there): not compared");
     }
   }
   if (c.predicted.scenario_name != c.measured.scenario_name) {

@@ -41,6 +41,9 @@ struct ComparedTrace {
   // steps: how many the trace holds, from first_step (a run resumed from a checkpoint numbers its
   // steps as the run does: its trace holds none before the one it resumed at).
   int world_size = 0, steps = 0, first_step = 0;
+  // Steps after the completed ones that hold events (the run failed or was killed in them): not
+  // compared.
+  int unfinished_steps = 0;
   int64_t events = 0;
 };
 

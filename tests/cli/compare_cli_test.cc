@@ -92,6 +92,51 @@ TEST(CompareCli, ASlowedRankIsMeasuredSlowerThanPredictedOpByOp) {
   for (const std::string& f : {healthy, slowed, html}) std::remove(f.c_str());
 }
 
+// A measured trace cut mid-record (what a killed `megascale run` leaves) is compared up to the cut,
+// as diagnose reads it: its steps that completed, with notes that name the file the user gave.
+TEST(CompareCli, ATraceCutMidRecordIsComparedOverItsCompletedSteps) {
+  const std::string healthy = Simulate("whole", "");
+  const std::string whole = Slurp(healthy);
+  const std::string cut = WriteTemp("cut.trace", whole.substr(0, whole.size() * 2 / 3));
+
+  const testing::CliResult r = RunCli("compare --json " + healthy + " " + cut);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["measured"]["path"], cut);
+  EXPECT_EQ(j["measured"]["unfinished_steps"], 1);
+  EXPECT_EQ(j["predicted"]["unfinished_steps"], 0);
+  // The cut step is not compared, so no predicted op goes unmatched; what completed before it is.
+  const int completed = j["measured"]["steps"].get<int>();
+  ASSERT_GE(completed, 2);
+  EXPECT_LT(completed, j["predicted"]["steps"].get<int>());
+  EXPECT_EQ(j["first_step"], 1);
+  EXPECT_EQ(j["last_step"], completed - 1);
+  EXPECT_EQ(j["only_predicted"], 0);
+  EXPECT_DOUBLE_EQ(j["step_time_s"]["ratio"].get<double>(), 1.0);
+  ASSERT_EQ(j["notes"].size(), 2u) << j["notes"];
+  EXPECT_NE(j["notes"][0].get<std::string>().find("'" + cut + "' ends inside a record"), std::string::npos);
+  EXPECT_NE(j["notes"][1].get<std::string>().find(cut + ": the run did not complete step " + std::to_string(completed)),
+            std::string::npos)
+      << j["notes"];
+  EXPECT_EQ(j.dump().find("megascale-whole-trace"), std::string::npos) << "the temporary copy is not named";
+
+  // The comparison inside diagnose reads it alike.
+  const testing::CliResult d = RunCli("diagnose -q --json " + cut + " --predicted " + healthy);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  const nlohmann::json dj = nlohmann::json::parse(d.out);
+  EXPECT_EQ(dj["run_failed"], true);
+  EXPECT_EQ(dj["comparison"]["matched"], j["matched"]);
+
+  // A corrupt record (not a cut one) is still refused, naming the file.
+  std::string corrupt = whole;
+  corrupt.replace(corrupt.size() / 2, 16, std::string(16, '\xff'));
+  const std::string bad = WriteTemp("corrupt.trace", corrupt);
+  const testing::CliResult b = RunCli("compare " + healthy + " " + bad);
+  EXPECT_EQ(b.exit_code, 2) << b.out;
+  EXPECT_NE(b.err.find(bad), std::string::npos) << b.err;
+  for (const std::string& f : {healthy, cut, bad}) std::remove(f.c_str());
+}
+
 TEST(CompareCli, TracesOfDifferentLayoutsAreRefusedNamingTheField) {
   const std::string a = Simulate("tp2", "");
   const std::string scenario = WriteTemp("tp4.textproto", std::string(kPlan));
