@@ -238,6 +238,11 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   analysis_input.peak_flops_per_gpu = h.peak_flops_per_gpu();
   analysis_input.world_size = report.world_size;
   analysis_input.fixed_sequences = h.source() == "sim" || h.source() == "exec";
+  if (report.slow_link) {
+    const LinkFinding& link = *report.slow_link;
+    analysis_input.link_ranks = link.rank >= 0 ? std::vector<int>{link.rank} : link.ranks;
+    analysis_input.link_verdict = LinkKindName(link.kind);
+  }
   StragglerAnalyzer analyzer(std::move(analysis_input), options.straggler);
   report.straggler_analysis = analyzer.Run();
   clock.Done("straggler what-if over " + std::to_string(report.straggler_analysis.steps.size()) + " step(s)");

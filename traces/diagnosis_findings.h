@@ -81,8 +81,10 @@ struct WorkerSlowdown {
   bool replayed = true;
 };
 struct StragglerCause {
-  std::string kind;               // worker, slow_link, stage_imbalance, sequence_imbalance, op_type
+  std::string kind;               // worker, slow_link, link, stage_imbalance, sequence_imbalance, op_type
   int dp = -1;                    // worker, slow_link: the worker
+  std::vector<int> ranks;         // link: the ranks whose transfers carry the loss (the slow-link suspects)
+  std::string link_verdict;       // link: the slow-link analysis's ("slow NIC", "congested link")
   int stage = -1;                 // worker, slow_link, stage_imbalance
   std::string optype;             // op_type: the op type
   double slowdown = 0;            // the culprit's own S (S_w, S_stage, S_t; S for sequences)

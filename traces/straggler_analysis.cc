@@ -116,12 +116,15 @@ void StragglerAnalyzer::ComputeIdeal() {
   ideal_.resize(in_.steps.size());
   worker_.resize(in_.steps.size());
   partner_.resize(in_.steps.size());
+  on_link_.resize(in_.steps.size());
+  const std::set<int> link_ranks(in_.link_ranks.begin(), in_.link_ranks.end());
   for (size_t k = 0; k < in_.steps.size(); ++k) {
     const StepGraph& g = in_.steps[k];
     const int n = static_cast<int>(g.ops().size());
     ideal_[k].resize(n);
     worker_[k].resize(n);
     partner_[k].assign(n, -1);
+    on_link_[k].assign(n, 0);
     for (int i = 0; i < n; ++i) {
       const StepOp& op = g.ops()[i];
       worker_[k][i] = WorkerOf(op);
@@ -135,8 +138,13 @@ void StragglerAnalyzer::ComputeIdeal() {
         ideal = alone[key(op)].Get();
       }
       ideal_[k][i] = std::llround(ideal);
-      if (!g.in_collective(i) || (op.kind != PP_SEND && op.kind != PP_RECV)) continue;
+      if (!g.in_collective(i)) continue;
       const int* pair = g.members_begin(op.inst);
+      if (!link_ranks.empty()) {
+        on_link_[k][i] = std::any_of(pair, g.members_end(op.inst),
+                                     [&](int m) { return link_ranks.count(g.ops()[m].rank) > 0; });
+      }
+      if (op.kind != PP_SEND && op.kind != PP_RECV) continue;
       if (g.members_end(op.inst) - pair == 2) partner_[k][i] = WorkerOf(g.ops()[pair[0] == i ? pair[1] : pair[0]]);
     }
   }
@@ -149,6 +157,7 @@ void StragglerAnalyzer::WorkFor(const Scope& s, int k, std::vector<int64_t>* wor
   const std::vector<int64_t>& ideal = ideal_[k];
   const std::vector<int>& worker = worker_[k];
   const std::vector<int>& partner = partner_[k];
+  const std::vector<char>& on_link = on_link_[k];
   work->resize(n);
   int64_t* w = work->data();
   // The scope's ids as a mask over their space (types, workers, DP ranks or stages).
@@ -171,6 +180,7 @@ void StragglerAnalyzer::WorkFor(const Scope& s, int k, std::vector<int64_t>* wor
     case Scope::kFixStage: return pick([&](int i) { return in[ops[i].stage] == 0; });
     case Scope::kWorkerCompute: return pick([&](int i) { return in[worker[i]] && !g.in_collective(i); });
     case Scope::kWorkerTransfer: return pick([&](int i) { return g.in_collective(i) && worker_in(i); });
+    case Scope::kLinks: return pick([&](int i) { return on_link[i] != 0; });
   }
 }
 
@@ -440,6 +450,33 @@ void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) con
     c.evidence = buf;
     a->findings.push_back(c);
   }
+  // The slow-link analysis's suspects (a slow NIC's rank, a congested link's): the transfers they
+  // take part in, alone as they ran (the rest ideal), carry the loss as S_t carries an op type's.
+  // (Made ideal with the rest as it ran, they recover little: a slow NIC's DP ring holds its TP
+  // peers, and the other rings' waits for them stay as they ran in that replay.)
+  if (a->findings.empty() && !in_.link_ranks.empty() && loss_ns > 0) {
+    const double t_links = MeanSpans({{Scope::kLinks, {}}})[0];
+    const double share = (t_links - at.ideal) / loss_ns;
+    if (share >= options_.explained) {
+      StragglerCause c;
+      c.kind = "link";
+      c.ranks = in_.link_ranks;
+      c.link_verdict = in_.link_verdict;
+      c.slowdown = ratio(t_links);
+      c.m = share;
+      c.mfu_lost = MfuLost(*a, c.slowdown);
+      std::string ranks;
+      for (int r : c.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      char buf[384];
+      std::snprintf(buf, sizeof buf,
+                    "the transfers of the collectives and pipeline pairs that rank(s) %s take part in (the %s the "
+                    "slow-link analysis names) alone: S = %.3f, %.0f%% of the loss; no worker (M_W = %.0f%%) nor "
+                    "the last stage (M_S = %.0f%%) explains it",
+                    ranks.c_str(), c.link_verdict.c_str(), c.slowdown, 100 * share, 100 * a->m_w, 100 * a->m_s);
+      c.evidence = buf;
+      a->findings.push_back(c);
+    }
+  }
   if (a->findings.empty()) {
     StragglerCause c;
     char buf[320];
@@ -464,6 +501,7 @@ void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) con
     c.mfu_lost = MfuLost(*a, c.slowdown);
     c.evidence = buf;
     a->findings.push_back(c);
-  }}
+  }
+}
 
 }  // namespace megascale

@@ -14,9 +14,10 @@
 //  4. M_W = (T_nodelay - T_fixed) / (T_nodelay - T_ideal) with the top 3% of workers by S_w (at
 //     least one) made ideal; M_S the same with the last stage made ideal;
 //  5. findings: workers whose own fix recovers a share of the loss (in order of S_w, each beyond
-//     those before it; a slow link when its transfers, not its compute, carry it), else the last
-//     stage, else sequence-length imbalance (one op's compute varying across micro-batches), else
-//     the op type that carries the loss.
+//     those before it; a slow link when its transfers, not its compute, carry it), else the
+//     transfers of the ranks the slow-link analysis suspects (StragglerInput::link_ranks) where
+//     they alone carry half the loss, else the last stage, else sequence-length imbalance (one op's compute
+//     varying across micro-batches), else the op type that carries the loss.
 // Cost: a replay is O(ops + edges); per step about 5 + op types + stages + DP ranks + workers of
 // them, the DP ranks and workers cut to the top candidates by excess when the replay budget is
 // short (the others are reported unreplayed). Two threads. Thread-compatible (const after
@@ -66,6 +67,13 @@ struct StragglerInput {
   // data pipeline packs fixed windows), so one op's compute varying across micro-batches is noise
   // (a CPU rank sharing cores), not sequence-length imbalance.
   bool fixed_sequences = false;
+  // The ranks whose links the slow-link analysis suspects (slow_links.h: a slow NIC's rank, or the
+  // ranks a congested link's slow flows touch) and its verdict ("slow NIC", "congested link"). A
+  // slow NIC slows every transfer of the collectives its rank takes part in, so the whole DP ring
+  // waits and no one worker stands out; the findings then ask whether those transfers, made ideal,
+  // recover the loss. Empty: no suspect.
+  std::vector<int> link_ranks;
+  std::string link_verdict;
 };
 
 class StragglerAnalyzer {
@@ -81,8 +89,9 @@ class StragglerAnalyzer {
   // A set of ops kept as they ran (the rest ideal), or made ideal (the rest as they ran).
   struct Scope {
     enum Kind { kNoDelay, kIdeal, kType, kWorker, kDp, kStage, kFixWorkers, kFixStage, kWorkerCompute,
-                kWorkerTransfer } kind;
-    std::vector<int> ids;   // the types, workers, DP ranks or stages it names
+                kWorkerTransfer, kLinks } kind;
+    std::vector<int> ids;   // the types, workers, DP ranks or stages it names (kLinks: none, the
+                            // input's link_ranks)
   };
   // What the attribution leaves for the findings.
   struct Attribution {
@@ -108,6 +117,8 @@ class StragglerAnalyzer {
   std::vector<std::vector<int>> worker_;        // [step][op]: its worker
   int id_space_ = 1;                            // above every op's type, worker, DP rank and stage
   std::vector<std::vector<int>> partner_;       // [step][op]: the other end's worker of a PP pair, or -1
+  std::vector<std::vector<char>> on_link_;      // [step][op]: a transfer of a collective or PP pair with
+                                                // a member among the input's link_ranks
 };
 
 }  // namespace megascale

@@ -17,6 +17,11 @@ std::string CauseName(const StragglerCause& c) {
   if (c.kind == "worker" || c.kind == "slow_link") {
     return "worker (dp " + std::to_string(c.dp) + ", stage " + std::to_string(c.stage) + ")";
   }
+  if (c.kind == "link") {
+    std::string ranks;
+    for (int r : c.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    return c.link_verdict + " (the transfers of rank" + (c.ranks.size() > 1 ? "s " : " ") + ranks + ")";
+  }
   if (c.kind == "stage_imbalance") return "stage " + std::to_string(c.stage);
   if (c.kind == "op_type") return "op type " + c.optype;
   if (c.kind == "sequence_imbalance") return "sequence lengths";
@@ -48,6 +53,7 @@ nlohmann::json StragglerAnalysisJson(const StragglerAnalysis& a) {
     if (c.dp >= 0) f["worker"] = {{"dp", c.dp}, {"stage", c.stage}};
     if (c.stage >= 0) f["stage"] = c.stage;
     if (!c.optype.empty()) f["optype"] = c.optype;
+    if (!c.ranks.empty()) f["ranks"] = c.ranks;
     findings.push_back(f);
   }
   j.update({{"slowdown", Num(a.slowdown)},

@@ -154,6 +154,38 @@ TEST(DiagnoseCli, TheStragglerWhatIfRecoversWhatTheSlowGpuCost) {
   EXPECT_GT(a["m_w"].get<double>(), 0.5);
 }
 
+// A slow NIC (faults-degraded-nic-64: rank 21's at 25 %) slows its DP ring, whose TP peers then
+// hold every replica of its stage alike: no worker stands out (M_W ~ 0) and the what-if named the
+// DP reduce-scatter, an op type. The slow-link analysis names rank 21, and the transfers rank 21
+// takes part in, alone as they ran, carry the loss: the finding names them.
+TEST(DiagnoseCli, TheStragglerWhatIfNamesTheSlowNicsTransfers) {
+  const std::string scenario = std::string(MEGASCALE_SOURCE_DIR) + "/scenarios/faults-degraded-nic-64.textproto";
+  const std::string trace = Temp("nic64.trace");
+  ASSERT_EQ(RunCli("simulate -q " + scenario + " --trace " + trace).exit_code, 0);
+  std::string healthy = Slurp(scenario);
+  const size_t faults = healthy.find("\nfaults {");
+  ASSERT_NE(faults, std::string::npos);
+  const std::string path = WriteTemp("diag_cli_healthy_nic64.textproto", healthy.substr(0, faults + 1));
+  const double healthy_s = Json(RunCli("simulate -q --json " + path))["iteration_time_s"].get<double>();
+  json j = Json(RunCli("diagnose --json " + trace));
+  std::remove(trace.c_str());
+  std::remove(path.c_str());
+  ASSERT_EQ(j["slow_link"]["rank"], 21) << j["slow_link"].dump();
+  const json& a = j["straggler_analysis"];
+  ASSERT_GT(j["iteration_time_s"].get<double>() / healthy_s, 1.1) << "the slow NIC costs the job";
+  ASSERT_EQ(a["findings"].size(), 1u) << a.dump();
+  const json& f = a["findings"][0];
+  EXPECT_EQ(f["kind"], "link") << f.dump();
+  EXPECT_EQ(f["ranks"], json::array({21}));
+  EXPECT_GE(f["m"].get<double>(), 0.5) << f.dump();
+  EXPECT_NEAR(f["slowdown"].get<double>(), a["slowdown"].get<double>(), 0.5 * (a["slowdown"].get<double>() - 1));
+  EXPECT_LT(a["m_w"].get<double>(), 0.5);
+  // A job without a slow link gets no such finding (straggler-64 names its slow GPU's worker).
+  for (const json& g : Json(RunCli("diagnose --json " + StragglerTraces().trace))["straggler_analysis"]["findings"]) {
+    EXPECT_NE(g["kind"], "link") << g.dump();
+  }
+}
+
 TEST(DiagnoseCli, MetaFillsWhatAChromeTraceLacks) {
   const Traces& t = StragglerTraces();
   const std::string meta = WriteTemp("diag_cli_chrome_meta.json",
