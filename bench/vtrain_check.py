@@ -18,7 +18,9 @@ least squares into a fixed part per step, a part per micro-batch and a part per 
 hidden / 1,024 (the embedding, head and loss). And how repeatable the file is: runs that differ
 only in DP (the same work per GPU but the DP all-reduce) are compared with their group's mean.
 And per layer shape (TP, hidden, micro-batch) the median predicted / measured, with the error that
-is left once each shape's median is divided out (shape_table).
+is left once each shape's median is divided out (shape_table), and over the PP 1 rows the step split
+into its terms (a layer's pass per micro-batch, the update, the rest of a micro-batch, the step),
+measured beside predicted, with the MAPE when one measured term is swapped in (term_table).
 It measures and asserts nothing: a benchmark, not a test.
 
 Usage: bench/vtrain_check.py [--binary build/megascale] [--every N] [--jobs 2] [--launch-us X]
@@ -186,6 +188,45 @@ def shape_table(results):
           f"rows beyond 10 %: {sum(e > 0.1 for e in left)}")
 
 
+def term_table(results):
+    """Per layer shape (TP, hidden, micro-batch), over its rows without pipeline stages (PP 1: each
+    shape holds 12-48 such rows, at 2-16 micro-batches m a step and 12-24 layers L), the least-
+    squares split of the step time into a x L x m (a layer's passes of one micro-batch), b x L (per
+    layer and step: the update), c x m (per micro-batch outside the layers: the batch, embedding,
+    head and loss, the host's work at the pipeline's ends) and d (per step), for the measured and
+    the predicted times alike. Then the MAPE over these rows with the measured term swapped in for
+    the predicted, one term at a time: which term the error lives in."""
+    shapes = {}
+    for r in results:
+        w = r["row"]
+        if int(w["pipeline parallelism"]) != 1:
+            continue
+        key = (int(w["tensor parallelism"]), int(w["hidden size"]), int(w["micro batch"]))
+        m = int(w["global batch"]) / (int(w["micro batch"]) * int(w["data parallelism"]))
+        shapes.setdefault(key, []).append(((int(w["# layers"]) * m, int(w["# layers"]), m, 1.0), r))
+    print("\nthe step's terms per layer shape (PP 1; ms, measured / predicted): a x layers x micro-batches,")
+    print("c x micro-batches, d per step (b x layers, the update, is within a few percent)")
+    print(f"{'TP':>3} {'hidden':>7} {'mb':>3} {'rows':>5} {'a: layer pass':>17} {'c: micro-batch':>17} {'d: step':>15}")
+    swapped = [[] for _ in range(5)]  # none, then a, b, c, d measured
+    for key in sorted(shapes):
+        xs = [x for x, _ in shapes[key]]
+        fits = [least_squares(xs, [1000 * r[which] for _, r in shapes[key]]) for which in ("measured", "predicted")]
+        if None in fits:
+            continue  # one micro-batch count: the terms cannot be told apart
+        meas, pred = fits
+        print(f"{key[0]:>3} {key[1]:>7} {key[2]:>3} {len(xs):>5} {meas[0]:7.2f} / {pred[0]:6.2f} "
+              f"{meas[2]:7.2f} / {pred[2]:6.2f} {meas[3]:6.2f} / {pred[3]:6.2f}")
+        for x, r in shapes[key]:
+            swapped[0].append(abs(r["err"]))
+            for t in range(4):
+                coef = [meas[i] if i == t else pred[i] for i in range(4)]
+                swapped[t + 1].append(abs(sum(ci * xi for ci, xi in zip(coef, x)) / (1000 * r["measured"]) - 1))
+    if swapped[0]:
+        names = ("a (layer pass)", "b (update)", "c (micro-batch)", "d (step)")
+        print(f"MAPE over these {len(swapped[0])} rows {100 * statistics.mean(swapped[0]):.1f}%; with the measured term: " +
+              ", ".join(f"{n} {100 * statistics.mean(s):.1f}%" for n, s in zip(names, swapped[1:])))
+
+
 def load_rows(every=1):
     if not os.path.exists(CSV):
         sys.exit(f"vtrain_check: {CSV} is missing (the shared reference folder beside the project)")
@@ -254,6 +295,7 @@ def main():
     group_table("micro-batch", lambda r: int(r["row"]["micro batch"]), results)
     cost_split_table(results)
     shape_table(results)
+    term_table(results)
     print("\nworst rows (GPUs, TP x PP x DP, hidden x layers, micro/global batch: predicted vs measured ms)")
     for r in sorted(results, key=lambda r: -abs(r["err"]))[:8]:
         w = r["row"]
