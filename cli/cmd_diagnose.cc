@@ -73,7 +73,8 @@ Status RunDiagnose(const DiagnoseArgs& args) {
   }
   std::optional<TraceComparison> comparison;
   if (!args.predicted.empty()) {
-    MS_ASSIGN_OR_RETURN(comparison, CompareEvenIfTorn({args.predicted, TraceFormat::kAuto, ""}, input, CompareOptions{}));
+    MS_ASSIGN_OR_RETURN(comparison,
+                        CompareEvenIfTorn({args.predicted, TraceFormat::kAuto, ""}, input, CompareOptions{}));
   }
   if (!args.html.empty()) {
     MS_RETURN_IF_ERROR(WriteHtmlReport(report, args.html, comparison ? ComparisonHtmlSection(*comparison) : ""));

@@ -208,7 +208,8 @@ DiagnosisReport DiagnosisEngine::Finish() {
   const int ranks = static_cast<int>(s.last_end_ns.size());
   report.world_size = h.world_size() > 0 ? h.world_size() : ranks;
   report.run_failed = (s.end && s.end->failed()) || s.heartbeat_lost || s.op_failures > 0;
-  // (A killed simulation leaves no file.)
+  // An executor's trace without its run's end did not finish (completed_steps.h); a killed
+  // simulation leaves no file.
   if (UnfinishedRun(h, s.end, static_cast<int>(s.step_end_ns.size()))) {
     report.run_failed = true;
     report.notes.push_back("the trace has no run-end record: the run did not finish (killed, or still running "
