@@ -2,7 +2,8 @@
 # Evaluation of the straggler what-if against the simulator's truth at benchmark size: the ctest
 # evaluation (tests/cli/whatif_eval_test.cc: random slow GPUs in a 64-GPU job, each run simulated,
 # diagnosed and held against the same job without them; the table printed) with more cases and any
-# seed. About 1 s a case on 2 cores.
+# seed; then the same for one slow NIC (RandomSlowNicsAgainstTheSimulatedTruth). About 1 s a case
+# on 2 cores.
 # Usage: bench/whatif_eval.sh [BUILD_DIR] [CASES (default 100)] [SEED (default 3)]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -410,12 +410,46 @@ void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) con
       t_named = t;
     }
   }
+  // The slow-link analysis's suspects (a slow NIC's rank, a congested link's): the transfers they
+  // take part in, alone as they ran (the rest ideal), carry the loss as S_t carries an op type's.
+  // Before the workers and the stage: a slow NIC slows the transfers of its worker and of the
+  // other ends of its flows (a worker named for its transfers may be either end), and in the last
+  // stage it slows that stage (M_S over 1); the NIC is the cause to name. A GPU or a stage slow by
+  // its compute has no suspect link whose transfers carry its loss.
+  // (Made ideal with the rest as it ran, they recover little: a slow NIC's DP ring holds its TP
+  // peers, and the other rings' waits for them stay as they ran in that replay.)
+  bool link_named = false;
+  if (!in_.link_ranks.empty() && loss_ns > 0) {
+    const double t_links = MeanSpans({{Scope::kLinks, {}}})[0];
+    const double share = (t_links - at.ideal) / loss_ns;
+    if (share >= options_.explained) {
+      StragglerCause c;
+      c.kind = "link";
+      c.ranks = in_.link_ranks;
+      c.link_verdict = in_.link_verdict;
+      c.slowdown = ratio(t_links);
+      c.m = share;
+      c.mfu_lost = MfuLost(*a, c.slowdown);
+      std::string ranks;
+      for (int r : c.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      char buf[384];
+      std::snprintf(buf, sizeof buf,
+                    "the transfers of the collectives and pipeline pairs that rank(s) %s take part in (the %s the "
+                    "slow-link analysis names) alone: S = %.3f, %.0f%% of the loss (the top worker(s) made "
+                    "ideal: M_W = %.0f%%)",
+                    ranks.c_str(), c.link_verdict.c_str(), c.slowdown, 100 * share, 100 * a->m_w);
+      c.evidence = buf;
+      a->findings.push_back(c);
+      link_named = true;
+    }
+  }
   const double recovered = loss_ns > 0 ? (at.nodelay - t_named) / loss_ns : 0;
   if (!named.empty() && recovered >= options_.explained) {
     for (int w : named) {
       const std::vector<double> parts = MeanSpans({{Scope::kWorkerCompute, {w}}, {Scope::kWorkerTransfer, {w}}});
       StragglerCause c;
       const bool link = parts[1] - at.ideal > parts[0] - at.ideal;
+      if (link && link_named) continue;  // the link's own finding names its transfers
       c.kind = link ? "slow_link" : "worker";
       c.dp = w / in_.pp;
       c.stage = w % in_.pp;
@@ -449,33 +483,6 @@ void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) con
                   at.last_stage, c.slowdown, 100 * a->m_s, 100 * a->m_w);
     c.evidence = buf;
     a->findings.push_back(c);
-  }
-  // The slow-link analysis's suspects (a slow NIC's rank, a congested link's): the transfers they
-  // take part in, alone as they ran (the rest ideal), carry the loss as S_t carries an op type's.
-  // (Made ideal with the rest as it ran, they recover little: a slow NIC's DP ring holds its TP
-  // peers, and the other rings' waits for them stay as they ran in that replay.)
-  if (a->findings.empty() && !in_.link_ranks.empty() && loss_ns > 0) {
-    const double t_links = MeanSpans({{Scope::kLinks, {}}})[0];
-    const double share = (t_links - at.ideal) / loss_ns;
-    if (share >= options_.explained) {
-      StragglerCause c;
-      c.kind = "link";
-      c.ranks = in_.link_ranks;
-      c.link_verdict = in_.link_verdict;
-      c.slowdown = ratio(t_links);
-      c.m = share;
-      c.mfu_lost = MfuLost(*a, c.slowdown);
-      std::string ranks;
-      for (int r : c.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-      char buf[384];
-      std::snprintf(buf, sizeof buf,
-                    "the transfers of the collectives and pipeline pairs that rank(s) %s take part in (the %s the "
-                    "slow-link analysis names) alone: S = %.3f, %.0f%% of the loss; no worker (M_W = %.0f%%) nor "
-                    "the last stage (M_S = %.0f%%) explains it",
-                    ranks.c_str(), c.link_verdict.c_str(), c.slowdown, 100 * share, 100 * a->m_w, 100 * a->m_s);
-      c.evidence = buf;
-      a->findings.push_back(c);
-    }
   }
   if (a->findings.empty()) {
     StragglerCause c;

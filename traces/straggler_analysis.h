@@ -13,11 +13,12 @@
 //     pairs it takes part in: a transfer is its two ends'), DP rank and stage;
 //  4. M_W = (T_nodelay - T_fixed) / (T_nodelay - T_ideal) with the top 3% of workers by S_w (at
 //     least one) made ideal; M_S the same with the last stage made ideal;
-//  5. findings: workers whose own fix recovers a share of the loss (in order of S_w, each beyond
-//     those before it; a slow link when its transfers, not its compute, carry it), else the
-//     transfers of the ranks the slow-link analysis suspects (StragglerInput::link_ranks) where
-//     they alone carry half the loss, else the last stage, else sequence-length imbalance (one op's compute
-//     varying across micro-batches), else the op type that carries the loss.
+//  5. findings: first the transfers of the ranks the slow-link analysis suspects
+//     (StragglerInput::link_ranks) where they alone carry half the loss; then workers whose own
+//     fix recovers a share of the loss (in order of S_w, each beyond those before it; a slow link
+//     when its transfers, not its compute, carry it, unless the suspects' finding names those),
+//     else the last stage, else sequence-length imbalance (one op's compute varying across
+//     micro-batches), else the op type that carries the loss.
 // Cost: a replay is O(ops + edges); per step about 5 + op types + stages + DP ranks + workers of
 // them, the DP ranks and workers cut to the top candidates by excess when the replay budget is
 // short (the others are reported unreplayed). Two threads. Thread-compatible (const after
