@@ -1,11 +1,25 @@
 #include "cli/torn_trace_reads.h"
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 
 #include "cli/trace_salvage.h"
 
 namespace megascale::cli {
+namespace {
+
+// Where the whole copy was read and its reading failed too, that failure is about what the cut
+// left (no step completed before it, one too few for --warmup): said beside the cut.
+Status BothFailures(const Status& as_is, const Status& whole, std::initializer_list<const TornTraceCopy*> copies) {
+  std::string why = whole.message();
+  for (const TornTraceCopy* copy : copies) {
+    if (copy) why = copy->Named(why);
+  }
+  return Status::InvalidInput(as_is.message() + "; read up to the cut: " + why);
+}
+
+}  // namespace
 
 Result<DiagnosisReport> DiagnoseEvenIfTorn(const TraceInput& input, const FullDiagnosisOptions& options) {
   Result<DiagnosisReport> report = DiagnoseInput(input, options);
@@ -13,7 +27,7 @@ Result<DiagnosisReport> DiagnoseEvenIfTorn(const TraceInput& input, const FullDi
   const std::unique_ptr<TornTraceCopy> whole = TornTraceCopy::Of(input);
   if (!whole) return report;
   Result<DiagnosisReport> again = DiagnoseInput(whole->input(), options);
-  if (!again.ok()) return report;
+  if (!again.ok()) return BothFailures(report.status(), again.status(), {whole.get()});
   again->notes.insert(again->notes.begin(), whole->Note("diagnosed up to there, as a run that failed"));
   return again;
 }
@@ -27,7 +41,7 @@ Result<TraceComparison> CompareEvenIfTorn(const TraceInput& predicted, const Tra
   if (!whole_predicted && !whole_measured) return c;
   Result<TraceComparison> again = CompareTraces(whole_predicted ? whole_predicted->input() : predicted,
                                                 whole_measured ? whole_measured->input() : measured, options);
-  if (!again.ok()) return c;
+  if (!again.ok()) return BothFailures(c.status(), again.status(), {whole_predicted.get(), whole_measured.get()});
   // What the comparison says of a copy it says of the file the user named.
   for (const TornTraceCopy* whole : {whole_measured.get(), whole_predicted.get()}) {
     if (!whole) continue;

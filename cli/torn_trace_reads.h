@@ -1,8 +1,8 @@
 // The reads of the trace commands (diagnose, compare) that take a trace of ours cut mid-record
 // (a killed `megascale run`'s temporary file, or a copy of it) as what it is: a run that failed,
 // read up to the cut, with a note (cli/trace_salvage.h, TornTraceCopy). Each reads its inputs as
-// they are first; only where that fails does it read whole copies; any other failure is returned
-// as it was.
+// they are first; only where that fails does it read whole copies. Where no input is cut, the
+// failure is returned as it was; where the copies fail too, both are said (InvalidInput).
 #pragma once
 
 #include "base/status.h"

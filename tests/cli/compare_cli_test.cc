@@ -127,6 +127,15 @@ TEST(CompareCli, ATraceCutMidRecordIsComparedOverItsCompletedSteps) {
   EXPECT_EQ(dj["run_failed"], true);
   EXPECT_EQ(dj["comparison"]["matched"], j["matched"]);
 
+  // Where what the cut left cannot be compared either (more warm-up steps than it completed), both
+  // reasons are said.
+  const testing::CliResult w = RunCli("compare --warmup 5 " + healthy + " " + cut);
+  EXPECT_EQ(w.exit_code, 2) << w.out;
+  EXPECT_NE(w.err.find("truncated"), std::string::npos) << w.err;
+  EXPECT_NE(w.err.find("read up to the cut: "), std::string::npos) << w.err;
+  EXPECT_NE(w.err.find("--warmup"), std::string::npos) << w.err;
+  EXPECT_EQ(w.err.find("megascale-whole-trace"), std::string::npos) << w.err;
+
   // A corrupt record (not a cut one) is still refused, naming the file.
   std::string corrupt = whole;
   corrupt.replace(corrupt.size() / 2, 16, std::string(16, '\xff'));
