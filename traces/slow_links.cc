@@ -13,6 +13,8 @@ namespace {
 
 // Transfers shorter than this are latency, not bandwidth: not judged.
 constexpr double kMinJudged_s = 1e-6;
+// A lone slow NIC under the strong bar: its excess at least this many times every other rank's.
+constexpr double kAloneFactor = 3;
 
 }  // namespace
 
@@ -191,8 +193,9 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
   // A slow cable shows on its rank and on the ring neighbour(s) across it: a run of two
   // consecutive suspects in a ring is the first one's NIC (it sends the slow flow), a run of three
   // the middle one's (both directions slow). Longer runs stay: that is more than one cable.
+  std::set<int> drop;  // ring neighbours across a suspect's slow flow
   if (dp_ > 1) {
-    std::set<int> is_suspect(suspects.begin(), suspects.end()), drop, rings;
+    std::set<int> is_suspect(suspects.begin(), suspects.end()), rings;
     for (int r : suspects) {
       const std::vector<int> ring = layout_->DpGroup(r);
       if (!rings.insert(ring.front()).second) continue;
@@ -226,8 +229,18 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
   const int strong = static_cast<int>(std::count_if(
       suspects.begin(), suspects.end(), [&](int r) { return evidence[r] > 1 + strong_threshold; }));
   const bool many = static_cast<int>(suspects.size()) >= many_ranks;
-  if (!many && strong == 0) return std::nullopt;
-  if (!many && strong == 1) {
+  // Or one rank far out alone below that bar: its excess over threshold and at least
+  // kAloneFactor times every other rank's. A healthy fabric's collisions slow ranks in groups
+  // (1,024 GPUs: the top rank's excess at most 1.5x the next's), and a smaller fabric may have
+  // none: on 64 GPUs a NIC at half its bandwidth reads +77-88 % with every other rank at 0, under
+  // the bar that 1,024 GPUs' collisions set.
+  double next_excess = 0;  // the largest among the other ranks (less the neighbours across its flow)
+  for (int r = 0; r < world; ++r) {
+    if (r != top && !drop.count(r) && evidence[r] > 0) next_excess = std::max(next_excess, evidence[r] - 1);
+  }
+  const bool far_out_alone = strong == 0 && f.slowdown >= kAloneFactor * next_excess;
+  if (!many && strong == 0 && !far_out_alone) return std::nullopt;
+  if (!many && (strong == 1 || far_out_alone)) {
     f.kind = LinkFinding::Kind::kSlowNic;
     f.rank = top;
     ev << "every flow of rank " << top << " is slow (the least slow +" << std::lround(100 * f.slowdown)

@@ -12,8 +12,9 @@
 // a -> b delays both a's and b's ends, so a rank's ring evidence is the lesser of its own ratio and
 // its slower neighbour's. Per rank, the evidence is the least slow of everything it touches: a NIC
 // slows every flow of its rank, a path collision only some. The suspects are above the threshold;
-// one suspect (or one with twice the excess of the next) is a slow NIC, two ring neighbours alone
-// the NIC of the sender, more a congested link they share (their common rail, if any).
+// one suspect above the strong threshold, or one whose excess is 3x every other rank's, is a slow
+// NIC, two ring neighbours alone the NIC of the sender, more a congested link they share (their
+// common rail, if any).
 //
 // Memory: O(ranks x steps) plus the instances in flight (a DP instance waits for its dp members,
 // a send for its receive). Not thread-safe.
@@ -37,7 +38,8 @@ class SlowLinkLocator {
   // Judges the transfers of the steps before `steps`. `threshold`: relative excess that makes a
   // rank a suspect. The verdict: `many_ranks` suspects or more are a congested link; else one
   // suspect above `strong_threshold` alone is a slow NIC, two or more there a congested link;
-  // else (a few suspects, none far out) nothing: a healthy fabric's ECMP collisions look so.
+  // else one suspect whose excess is 3x every other rank's is a slow NIC; else (a few suspects,
+  // none far out) nothing: a healthy fabric's ECMP collisions look so.
   std::optional<LinkFinding> Finish(int steps, double threshold, double strong_threshold,
                                     int many_ranks) const;
   // Matching collectives also measures waiting: rank r's time in step k's collectives before their

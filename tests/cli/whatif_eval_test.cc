@@ -144,9 +144,8 @@ TEST(WhatIfEval, RandomSlowGpusAgainstTheSimulatedTruth) {
 // One rank's NIC at 15-60 % of its bandwidth (sim/: the links of that rank). Every finding that
 // names a cause must name it: the transfers of that rank (`link`) or its worker's transfers
 // (`slow_link`), never a worker's compute or another rank. Where the slow-link analysis names the
-// rank (it needs a flow +90 % over its peers' median: DiagnosisOptions::slow_nic_threshold, set on
-// 1,024 GPUs so that a healthy fabric's collisions name none) and the what-if sees a loss (S over
-// the 2 % bar), a finding must name it. S is printed, not held to the truth: it reads about half
+// rank (its flows +90 % over their peers', or +50 % and 3x any other rank's: slow_links.h) and the
+// what-if sees a loss (S over the 2 % bar), a finding must name it. S is printed, not held to the truth: it reads about half
 // the NIC's cost (a slow ring's members post late, queued behind its previous bucket on their DP
 // lane, and a transfer counts from the last member's arrival, so much of the cost is waiting
 // that the replay keeps), so a NIC that costs 5 % can read S under the bar.

@@ -2,7 +2,10 @@
 // waiting ranks and the heat map, drift, hang localization, slow NIC vs congested link.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "tests/traces/trace_builders.h"
 #include "traces/diagnosis.h"
@@ -214,19 +217,25 @@ TEST(HangLocator, WithoutTimeoutsTheLostHeartbeatAndItsNextCollectiveAreNamed) {
 }
 
 // dp 16, one stage: a DP all-reduce released at 0 for every member. A member's transfer is the
-// slower of its two ring flows, so a slow cable of rank c makes c - 1, c and c + 1 take 20 ms
-// instead of 10.
-DiagnosisReport RingWithSlowRanks(const std::vector<int>& slow_cables) {
+// slower of its two ring flows, so a slow cable of rank c makes c - 1, c and c + 1 take 10 +
+// extra ms instead of 10 (extra: 10 unless given).
+DiagnosisReport RingWithSlowCables(const std::vector<std::pair<int, int>>& cables_and_extra_ms) {
   std::vector<TraceEvent> ev;
-  std::vector<bool> slow(16, false);
-  for (int c : slow_cables) {
-    for (int d : {-1, 0, 1}) slow[(c + d + 16) % 16] = true;
+  std::vector<int> extra(16, 0);
+  for (const auto& [c, ms] : cables_and_extra_ms) {
+    for (int d : {-1, 0, 1}) extra[(c + d + 16) % 16] = std::max(extra[(c + d + 16) % 16], ms);
   }
   for (int rank = 0; rank < 16; ++rank) {
     ev.push_back(Op(rank, 0, QKV_GEMM, COMPUTE, 0, 5, 0));
-    ev.push_back(Op(rank, 0, DP_ALL_REDUCE, DP_COMM, 5, slow[rank] ? 25 : 15, 1, DP_GROUP, 0));
+    ev.push_back(Op(rank, 0, DP_ALL_REDUCE, DP_COMM, 5, 15 + extra[rank], 1, DP_GROUP, 0));
   }
   return Diagnose(Header(1, 1, 16), ev);
+}
+
+DiagnosisReport RingWithSlowRanks(const std::vector<int>& slow_cables) {
+  std::vector<std::pair<int, int>> cables;
+  for (int c : slow_cables) cables.emplace_back(c, 10);
+  return RingWithSlowCables(cables);
 }
 
 TEST(SlowLinks, OneRankInEverySlowFlowIsASlowNic) {
@@ -247,6 +256,18 @@ TEST(SlowLinks, SlowFlowsSharingNoRankAreACongestedLink) {
   EXPECT_EQ(r.slow_link->rank, -1);
   EXPECT_EQ(r.slow_link->ranks, (std::vector<int>{2, 10}));
   EXPECT_EQ(r.slow_link->rail, 0);  // tp 1: every rank on rail 0
+}
+
+// Under the strong bar (+90 %), a rank far out alone is still a slow NIC: +70 % with every other
+// rank even (a NIC at about half its bandwidth on a small fabric). Beside another rank at +40 % (a
+// healthy fabric's collisions slow ranks in groups of like excess) it is not.
+TEST(SlowLinks, ARankFarOutAloneUnderTheStrongBarIsASlowNic) {
+  DiagnosisReport alone = RingWithSlowCables({{5, 7}});
+  ASSERT_TRUE(alone.slow_link.has_value());
+  EXPECT_EQ(alone.slow_link->kind, LinkFinding::Kind::kSlowNic);
+  EXPECT_EQ(alone.slow_link->rank, 5);
+  EXPECT_NEAR(alone.slow_link->slowdown, 0.7, 1e-6);
+  EXPECT_FALSE(RingWithSlowCables({{5, 7}, {12, 4}}).slow_link.has_value());
 }
 
 TEST(SlowLinks, AnEvenRingHasNoFinding) {
