@@ -144,7 +144,14 @@ std::vector<json> RunAll(const std::vector<Case>& cases, const Plan& plan, int j
     } else {
       DiagnosisEngine engine;
       Result<SimStats> stats = Simulate(*resolved, plan, &engine);
-      text = stats.ok() ? ReportToJson(engine.Finish()) : "error: " + stats.status().ToString();
+      if (stats.ok()) {
+        // The report, and the simulator's own truth beside it: did a fault stop the job.
+        json report = json::parse(ReportToJson(engine.Finish()));
+        report["sim_failed"] = stats->failed;
+        text = report.dump();
+      } else {
+        text = "error: " + stats.status().ToString();
+      }
     }
     std::ofstream(file(i)) << text;
   };
@@ -224,7 +231,7 @@ TEST(DiagEval, RandomizedInjectionsOn1024Ranks) {
       MakeCases(Kinds(), per_kind, seed, step3_start + 0.1 * steps[2], step3_start + 0.7 * steps[2]);
   const std::vector<json> reports = RunAll(cases, *plan, EnvInt("MEGASCALE_DIAG_EVAL_JOBS", 2), &errors);
 
-  int tp = 0, fp = 0, fn = 0, hang_n = 0, hang_ok = 0, class_n = 0, class_ok = 0;
+  int tp = 0, fp = 0, fn = 0, hang_n = 0, hang_ok = 0, class_n = 0, class_ok = 0, hang_missed_the_run = 0;
   std::map<std::string, std::map<std::string, int>> confusion;
   std::vector<std::string> notes;
   std::map<std::string, std::pair<double, double>> link_slowdown;  // kind: min, max of slow_link.slowdown
@@ -237,6 +244,12 @@ TEST(DiagEval, RandomizedInjectionsOn1024Ranks) {
     }
     const json& r = reports[i];
     if (c.kind == "hang") {
+      // A failure drawn after the failing rank's last op of the run (a case whose fabric runs its
+      // steps faster than the probe's: the window is the probe's) stops nothing: no hang to find.
+      if (!r["sim_failed"].get<bool>()) {
+        ++hang_missed_the_run;
+        continue;
+      }
       ++hang_n;
       const int got = HangCulprit(r);
       hang_ok += got == c.rank;
@@ -278,8 +291,9 @@ TEST(DiagEval, RandomizedInjectionsOn1024Ranks) {
   std::printf("| straggler (5%% slower) | value |\n| --- | --- |\n| true positives | %d |\n"
               "| false positives | %d |\n| false negatives | %d |\n| precision | %.3f |\n| recall | %.3f |\n\n",
               tp, fp, fn, precision, recall);
-  std::printf("| hang | value |\n| --- | --- |\n| cases | %d |\n| culprit top-1 | %d (%.1f%%) |\n\n", hang_n,
-              hang_ok, 100 * hang_top1);
+  std::printf("| hang | value |\n| --- | --- |\n| cases | %d |\n| culprit top-1 | %d (%.1f%%) |\n"
+              "| failure drawn after the run's work (nothing hung; not scored) | %d |\n\n",
+              hang_n, hang_ok, 100 * hang_top1, hang_missed_the_run);
   const char* labels[] = {"slow GPU", "slow NIC", "congested link", "none", "slow NIC (wrong rank)"};
   std::printf("| injected \\ diagnosed | slow GPU | slow NIC | congested link | none | slow NIC (wrong rank) |\n"
               "| --- | --- | --- | --- | --- | --- |\n");
