@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace megascale {
 
@@ -38,6 +40,12 @@ std::string HtmlPageHead(const std::string& title) {
          "</title><style>body{font-family:sans-serif;margin:20px;max-width:1100px}h2{margin-top:24px;"
          "font-size:17px}table{border-collapse:collapse}td{padding:2px 12px 2px 0}"
          "pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}</style></head><body>\n";
+}
+
+std::string JoinInts(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);
+  return out;
 }
 
 }  // namespace megascale

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "planner/metrics.h"
+#include "traces/format.h"
 #include "traces/median.h"
 
 namespace megascale {
@@ -430,8 +431,7 @@ void StragglerAnalyzer::Explain(const Attribution& at, StragglerAnalysis* a) con
       c.slowdown = ratio(t_links);
       c.m = share;
       c.mfu_lost = MfuLost(*a, c.slowdown);
-      std::string ranks;
-      for (int r : c.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      const std::string ranks = JoinInts(c.ranks);
       char buf[384];
       std::snprintf(buf, sizeof buf,
                     "the transfers of the collectives and pipeline pairs that rank(s) %s take part in (the %s the "

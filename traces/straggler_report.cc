@@ -18,9 +18,7 @@ std::string CauseName(const StragglerCause& c) {
     return "worker (dp " + std::to_string(c.dp) + ", stage " + std::to_string(c.stage) + ")";
   }
   if (c.kind == "link") {
-    std::string ranks;
-    for (int r : c.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    return c.link_verdict + " (the transfers of rank" + (c.ranks.size() > 1 ? "s " : " ") + ranks + ")";
+    return c.link_verdict + " (the transfers of rank" + (c.ranks.size() > 1 ? "s " : " ") + JoinInts(c.ranks) + ")";
   }
   if (c.kind == "stage_imbalance") return "stage " + std::to_string(c.stage);
   if (c.kind == "op_type") return "op type " + c.optype;
