@@ -358,9 +358,10 @@ DiagnosisReport DiagnosisEngine::Finish() {
     first_start[r].assign(starts.begin() + first, starts.end());
   }
   report.drift = FindDrift(first_start, stage_of, options_.drift_threshold_s);
-  if (s.links) report.slow_link = s.links->Finish(completed, options_.slow_transfer_threshold,
-                                                          options_.slow_nic_threshold,
-                                                          options_.congested_min_ranks);
+  if (s.links) {
+    report.slow_link = s.links->Finish(completed, options_.slow_transfer_threshold, options_.slow_nic_threshold,
+                                       options_.congested_min_ranks, options_.congested_min_excess);
+  }
   if (report.run_failed) {
     report.hang = s.hang.Finish(completed, stage_of, s.layout ? &*s.layout : nullptr);
   }

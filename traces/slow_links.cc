@@ -129,7 +129,7 @@ void SlowLinkLocator::OnPp(const TraceEvent& e, int stage) {
 }
 
 std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, double strong_threshold,
-                                                   int many_ranks) const {
+                                                   int many_ranks, double many_min_excess) const {
   if (!layout_) return std::nullopt;
   const int world = layout_->world_size();
   // DP: each rank's best completed step, against its stage's median.
@@ -228,7 +228,10 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
   // ordinary collisions.
   const int strong = static_cast<int>(std::count_if(
       suspects.begin(), suspects.end(), [&](int r) { return evidence[r] > 1 + strong_threshold; }));
-  const bool many = static_cast<int>(suspects.size()) >= many_ranks;
+  // Many suspects are a shared link only where one stands clearly out: a healthy 1,024-GPU fabric
+  // now and then has 6-11 ranks at +58-65 % (ECMP collisions), a pod's uplinks at half +82 % and
+  // more.
+  const bool many = static_cast<int>(suspects.size()) >= many_ranks && f.slowdown > many_min_excess;
   // Or one rank far out alone below that bar: its excess over threshold and at least
   // kAloneFactor times every other rank's. A healthy fabric's collisions slow ranks in groups
   // (1,024 GPUs: the top rank's excess at most 1.5x the next's), and a smaller fabric may have

@@ -36,12 +36,13 @@ class SlowLinkLocator {
   SlowLinkLocator(const RankLayout* layout, int pp, int vp);
   void OnEvent(const TraceEvent& e, int stage);
   // Judges the transfers of the steps before `steps`. `threshold`: relative excess that makes a
-  // rank a suspect. The verdict: `many_ranks` suspects or more are a congested link; else one
-  // suspect above `strong_threshold` alone is a slow NIC, two or more there a congested link;
-  // else one suspect whose excess is 3x every other rank's is a slow NIC; else (a few suspects,
-  // none far out) nothing: a healthy fabric's ECMP collisions look so.
-  std::optional<LinkFinding> Finish(int steps, double threshold, double strong_threshold,
-                                    int many_ranks) const;
+  // rank a suspect. The verdict: `many_ranks` suspects or more, the most slow over
+  // `many_min_excess`, are a congested link; else one suspect above `strong_threshold` alone is a
+  // slow NIC, two or more there a congested link; else one suspect whose excess is 3x every other
+  // rank's is a slow NIC; else (a few suspects, or many barely over the threshold, none far out)
+  // nothing: a healthy fabric's ECMP collisions look so.
+  std::optional<LinkFinding> Finish(int steps, double threshold, double strong_threshold, int many_ranks,
+                                    double many_min_excess) const;
   // Matching collectives also measures waiting: rank r's time in step k's collectives before their
   // release (the last member's arrival), summed over its TP ops (DP ops when tp = 1). 0 where
   // unmatched. TP peers run in lockstep, so their waits are exactly the compute skew between
