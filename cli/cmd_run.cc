@@ -1,7 +1,6 @@
 // `megascale run SCENARIO`: trains the scenario's plan for real (exec/run_training.h) on the ranks
 // the launcher started, with the run block's device, data and hyper-parameters (docs/run.md).
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -26,15 +25,6 @@ namespace megascale::cli {
 namespace {
 
 int g_world_rank = -1;  // this process's world rank once the world is open
-
-// Before the world is open (a bad scenario, a device that cannot open), the launcher's own
-// variables say which process is rank 0.
-int LauncherRank() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(name)) return std::atoi(v);
-  }
-  return 0;
-}
 
 // The steady-state step time: step 0 also pays for first touches of memory and the first
 // prefetch, so it is left out when there is more than one step.
@@ -68,7 +58,9 @@ Status CheckStepsOverride(int steps) {
   return Status::BadField("--steps", std::to_string(steps), "must be between 1 and 1000000 (training.steps's rule)");
 }
 
-bool PrintsRunErrors() { return (g_world_rank >= 0 ? g_world_rank : LauncherRank()) == 0; }
+// Before the world is open (a bad scenario, a device that cannot open), the launcher's own
+// variables say which process is rank 0.
+bool PrintsRunErrors() { return (g_world_rank >= 0 ? g_world_rank : exec::LauncherRank().value_or(0)) == 0; }
 
 Status RunRun(const RunArgs& args) {
   MS_ASSIGN_OR_RETURN(Scenario scenario, LoadResolvedScenario(args.scenario));

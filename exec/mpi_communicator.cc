@@ -218,6 +218,13 @@ bool LaunchedByMpi() {
   return false;
 }
 
+std::optional<int> LauncherRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  }
+  return std::nullopt;
+}
+
 Result<std::unique_ptr<Communicator>> OpenWorld() {
   if (!LaunchedByMpi()) return std::unique_ptr<Communicator>(new SelfCommunicator());
   int initialized = 0;

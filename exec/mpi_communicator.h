@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "exec/communicator.h"
 
@@ -21,6 +22,10 @@ namespace exec {
 // True when an MPI launcher started this process (OpenMPI's mpirun, or a PMI/PMIx launcher such
 // as srun): then the world has the launcher's size, possibly 1.
 bool LaunchedByMpi();
+
+// The rank a launcher (mpirun, srun) gave this process in its environment, before (or without)
+// MPI: which process is rank 0 while the world is not open yet. nullopt: no launcher started it.
+std::optional<int> LauncherRank();
 
 // The world communicator: MPI when LaunchedByMpi(), else a SelfCommunicator.
 Result<std::unique_ptr<Communicator>> OpenWorld();

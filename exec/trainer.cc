@@ -2,12 +2,12 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 
 #include "exec/data_pipeline.h"
 #include "exec/distributed_optimizer.h"
 #include "exec/exec_trace.h"
+#include "exec/mpi_communicator.h"
 #include "exec/parallel_groups.h"
 #include "exec/plan_setup.h"
 #include "exec/program_interpreter.h"
@@ -19,19 +19,11 @@ namespace {
 
 std::string Num(int64_t v) { return std::to_string(v); }
 
-// Whether a launcher (mpirun, srun) started this process: it sets one of these.
-bool UnderALauncher() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (std::getenv(name) != nullptr) return true;
-  }
-  return false;
-}
-
 // Checks that need no communication: every rank reaches the same verdict from the same plan.
 Status CheckLaunch(const Plan& plan, const GptConfig& c, int world_size) {
   const LayoutSpec& l = plan.layout();
   if (world_size != plan.world_size()) {
-    std::string started = world_size == 1 && plan.world_size() > 1 && !UnderALauncher()
+    std::string started = world_size == 1 && plan.world_size() > 1 && !LauncherRank()
                               ? "the process was started without mpirun (1 rank); run it with mpirun -np " +
                                     Num(plan.world_size())
                               : "mpirun started " + Num(world_size) + "; run it with mpirun -np " + Num(plan.world_size());
