@@ -5,11 +5,11 @@
 #include "cli/commands.h"
 #include "cli/file_args.h"
 #include "cli/views.h"
-#include "planner/metrics.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"
 #include "traces/chrome_export.h"
 #include "traces/diagnosis.h"
+#include "traces/format.h"
 #include "traces/trace_io.h"
 
 namespace megascale::cli {

@@ -1,8 +1,6 @@
 #include "planner/metrics.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 
 namespace megascale {
 namespace {
@@ -63,13 +61,6 @@ double TflopsPerGpu(double flops_per_step, int gpus, double step_time_s) {
 
 double TokensPerSecond(int64_t tokens_per_step, double step_time_s) {
   return step_time_s > 0 ? static_cast<double>(tokens_per_step) / step_time_s : 0;
-}
-
-std::string FigureText(double value) {
-  if (std::isnan(value)) return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, value == 0 || std::fabs(value) >= 0.05 ? "%.1f" : "%.3g", value);
-  return buf;
 }
 
 }  // namespace megascale

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 #include "planner/model.pb.h"
 
@@ -25,9 +24,5 @@ double Mfu(double flops_per_step, int gpus, double peak_flops_per_gpu, double st
 double TflopsPerGpu(double flops_per_step, int gpus, double step_time_s);
 
 double TokensPerSecond(int64_t tokens_per_step, double step_time_s);
-
-// A headline figure (an MFU in %, TFLOP/s) as printed: one decimal ("56.1"), or three significant
-// digits where one decimal would read 0 (a CPU rank's "0.00182"); "n/a" for NaN.
-std::string FigureText(double value);
 
 }  // namespace megascale

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/layout.h"
-#include "planner/metrics.h"
 #include "traces/diagnosis.h"
 #include "traces/format.h"
 #include "traces/rank_view.h"

@@ -42,6 +42,13 @@ std::string HtmlPageHead(const std::string& title) {
          "pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}</style></head><body>\n";
 }
 
+std::string FigureText(double value) {
+  if (std::isnan(value)) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, value == 0 || std::fabs(value) >= 0.05 ? "%.1f" : "%.3g", value);
+  return buf;
+}
+
 std::string JoinInts(const std::vector<int>& values) {
   std::string out;
   for (int v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);

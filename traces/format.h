@@ -11,6 +11,9 @@ namespace megascale {
 std::string Fmt(const char* fmt, double a, double b = 0, double c = 0, double d = 0);
 // A figure printed with `fmt` ("%.1f%%"), or "n/a" when the trace cannot tell it (NaN).
 std::string Figure(const char* fmt, double value);
+// A headline figure (an MFU in %, TFLOP/s) as printed: one decimal ("56.1"), or three significant
+// digits where one decimal would read 0 (a CPU rank's "0.00182"); "n/a" for NaN.
+std::string FigureText(double value);
 // "3, 17, 21": ranks and the like, as findings list them.
 std::string JoinInts(const std::vector<int>& values);
 // &, <, >, " as HTML entities.

@@ -8,7 +8,6 @@
 
 #include "base/atomic_file.h"
 #include "planner/layout.h"
-#include "planner/metrics.h"
 #include "traces/event_name.h"
 #include "traces/format.h"
 #include "traces/rank_view.h"
