@@ -13,4 +13,11 @@ int CompletedSteps(int steps_seen, const std::optional<RunEnd>& end, bool run_fa
   return run_failed ? std::max(0, steps_seen - 1) : steps_seen;
 }
 
+int FirstRecordedStep(int steps, const std::function<bool(int)>& holds_events) {
+  for (int k = 0; k < steps; ++k) {
+    if (holds_events(k)) return k;
+  }
+  return 0;
+}
+
 }  // namespace megascale

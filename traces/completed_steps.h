@@ -2,6 +2,7 @@
 // so that a run that died in a step is read alike everywhere.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "traces/trace.pb.h"
@@ -16,5 +17,10 @@ bool UnfinishedRun(const TraceHeader& header, const std::optional<RunEnd>& end, 
 // (one more than the last step with an event): as the run's end says where it says; without it,
 // a failed run's last step is not (the run stopped in it).
 int CompletedSteps(int steps_seen, const std::optional<RunEnd>& end, bool run_failed);
+
+// The first of steps 0..steps-1 that holds an event: a run resumed from a checkpoint numbers its
+// steps as the run does, and its trace holds none before the one it resumed at. 0 where none does
+// (a trace without op events: nothing to skip).
+int FirstRecordedStep(int steps, const std::function<bool(int)>& holds_events);
 
 }  // namespace megascale

@@ -218,11 +218,8 @@ DiagnosisReport DiagnosisEngine::Finish() {
 
   const int seen = static_cast<int>(s.step_end_ns.size());
   const int completed = CompletedSteps(seen, s.end, report.run_failed);
-  // A run resumed from a checkpoint numbers its steps as the run does: its trace starts at the step
-  // it resumed at, and the steps before (none of their events) are not the trace's.
-  int first = 0;
-  while (first < completed && s.step_events[first] == 0) ++first;
-  if (first == completed) first = 0;  // no step recorded at all (TRACE_NONE): nothing to skip
+  // A run resumed from a checkpoint: the steps before the one it resumed at are not the trace's.
+  const int first = FirstRecordedStep(completed, [&](int k) { return s.step_events[k] > 0; });
   const int steps = completed - first;
   report.steps_completed = steps;
   report.first_step = first;

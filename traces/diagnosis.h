@@ -146,7 +146,6 @@ struct DiagnosisReport {
 // keep theirs (DiagnosisReport.step_ids); else k.
 int64_t StepNumber(const DiagnosisReport& r, int step);
 
-
 // What the breakdown's third part is called: a gap with no op ending in it is the pipeline's
 // bubble when there is a pipeline, and idle time (the host between calls, launch delays, data
 // loading) on a single stage, where no stage can be waited for.

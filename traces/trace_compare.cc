@@ -87,12 +87,11 @@ Result<ComparedTrace> Collect(const TraceInput& input, OpCollector* sink) {
   int max_rank = -1;
   for (const OpRecord& r : sink->ops) max_rank = std::max(max_rank, r.rank);
   t.world_size = sink->header.world_size() > 0 ? sink->header.world_size() : max_rank + 1;
-  while (t.first_step < static_cast<int>(sink->spans.size()) && sink->spans[t.first_step].second == INT64_MIN) {
-    ++t.first_step;
-  }
-  // A run that stopped in a step (failed, killed) is compared over the steps it completed, as the
-  // diagnosis counts them (traces/completed_steps.h).
+  // A run resumed from a checkpoint holds no step before the one it resumed at; a run that stopped
+  // in a step (failed, killed) is compared over the steps it completed, as the diagnosis counts
+  // them (traces/completed_steps.h).
   const int seen = static_cast<int>(sink->spans.size());
+  t.first_step = FirstRecordedStep(seen, [&](int k) { return sink->spans[k].second != INT64_MIN; });
   const bool failed = (sink->end && sink->end->failed()) || UnfinishedRun(sink->header, sink->end, seen);
   const int completed = CompletedSteps(seen, sink->end, failed);
   t.steps = std::max(0, completed - t.first_step);
