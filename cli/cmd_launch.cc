@@ -245,7 +245,8 @@ Status RunLaunch(const LaunchArgs& args) {
     // Bad input fails the same way every time: not retried, and no rank is to blame.
     // So does a launcher that cannot be started (the shell's 127 / 126: not found, not executable)
     // before any rank ran a step.
-    const bool cannot_start = failure.empty() && !first_step_seen && (job->exit_code() == 127 || job->exit_code() == 126);
+    const bool cannot_start =
+        failure.empty() && !first_step_seen && (job->exit_code() == 127 || job->exit_code() == 126);
     const bool bad_input = cannot_start || (failure.empty() && job->exit_code() == 2 && !monitor.LauncherCulprit());
     // The culprit: the rank the launcher says died, else the rank lost, else the one silent longest.
     int culprit = -1;

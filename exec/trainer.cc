@@ -23,10 +23,10 @@ std::string Num(int64_t v) { return std::to_string(v); }
 Status CheckLaunch(const Plan& plan, const GptConfig& c, int world_size) {
   const LayoutSpec& l = plan.layout();
   if (world_size != plan.world_size()) {
-    std::string started = world_size == 1 && plan.world_size() > 1 && !LauncherRank()
-                              ? "the process was started without mpirun (1 rank); run it with mpirun -np " +
-                                    Num(plan.world_size())
-                              : "mpirun started " + Num(world_size) + "; run it with mpirun -np " + Num(plan.world_size());
+    std::string started =
+        world_size == 1 && plan.world_size() > 1 && !LauncherRank()
+            ? "the process was started without mpirun (1 rank); run it with mpirun -np " + Num(plan.world_size())
+            : "mpirun started " + Num(world_size) + "; run it with mpirun -np " + Num(plan.world_size());
     return Status::InvalidInput("the plan needs " + Num(plan.world_size()) + " ranks (TP " + Num(l.tp()) +
                                 " x PP " + Num(l.pp()) + " x DP " + Num(l.dp()) + "); " + started);
   }

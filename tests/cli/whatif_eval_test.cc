@@ -145,10 +145,10 @@ TEST(WhatIfEval, RandomSlowGpusAgainstTheSimulatedTruth) {
 // names a cause must name it: the transfers of that rank (`link`) or its worker's transfers
 // (`slow_link`), never a worker's compute or another rank. Where the slow-link analysis names the
 // rank (its flows +90 % over their peers', or +50 % and 3x any other rank's: slow_links.h) and the
-// what-if sees a loss (S over the 2 % bar), a finding must name it. S is printed, not held to the truth: it reads about half
-// the NIC's cost (a slow ring's members post late, queued behind its previous bucket on their DP
-// lane, and a transfer counts from the last member's arrival, so much of the cost is waiting
-// that the replay keeps), so a NIC that costs 5 % can read S under the bar.
+// what-if sees a loss (S over the 2 % bar), a finding must name it. S is printed, not held to the
+// truth: it reads about 0.6 of the NIC's cost (a slow ring's members post late, queued behind its
+// previous bucket on their DP lane, and a transfer counts from the last member's arrival, so much
+// of the cost is waiting that the replay keeps), so a NIC that costs 5 % can read S under the bar.
 TEST(WhatIfEval, RandomSlowNicsAgainstTheSimulatedTruth) {
   const int cases = EnvInt("MEGASCALE_WHATIF_EVAL_CASES", 10);
   std::mt19937 rng(static_cast<uint32_t>(EnvInt("MEGASCALE_WHATIF_EVAL_SEED", 3)) + 1);
