@@ -177,8 +177,8 @@ std::string ReportToText(const DiagnosisReport& r) {
     out += std::to_string(r.recorded_ranks) + " of them recorded (the others are absent from the trace, not idle)\n";
   }
   if (r.steps_completed > 0) {
-    out += Fmt("step time %.4g s, MFU ", r.iteration_time_s) + FigureText(100 * r.mfu) + "% (HFU " +
-           FigureText(100 * r.hfu) + "%), " + FigureText(r.tflops_per_gpu) + " TFLOP/s per GPU, " +
+    out += Fmt("step time %.4g s, MFU ", r.iteration_time_s) + PercentText(100 * r.mfu) + " (HFU " +
+           PercentText(100 * r.hfu) + "), " + FigureText(r.tflops_per_gpu) + " TFLOP/s per GPU, " +
            Figure("%.4g", r.tokens_per_s) + " tokens/s\n";
     const Breakdown& b = r.breakdown;
     const double total = b.compute_s + b.exposed_comm_s + b.bubble_s;
@@ -208,7 +208,16 @@ std::string ReportToText(const DiagnosisReport& r) {
     }
     out += "\n";
   }
-  if (r.slow_link) out += SlowLinkText(*r.slow_link) + "\n";
+  if (r.slow_link) {
+    out += SlowLinkText(*r.slow_link) + "\n";
+    // The ring evidence reads a slow hop on its two ends as the simulator's rings show it; NCCL's
+    // (and MPI's) pipelined rings end every member together (docs/traces.md, "Where this rests on
+    // the simulator's ring").
+    if (r.source != "sim") {
+      out += "  note: on a trace from real rings (NCCL, MPI) a slow hop slows its whole ring alike: test the named "
+             "ranks' links (an NCCL ring test) before replacing hardware\n";
+    }
+  }
   if (r.drift.drifting) {
     out += Fmt("drift: launch skew grows %.3g ms per step (last step %.3g ms; latest rank %.0f)\n",
                   1e3 * r.drift.slope_s_per_step, 1e3 * r.drift.skew_s.back(), r.drift.latest_rank);

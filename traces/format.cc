@@ -49,6 +49,8 @@ std::string FigureText(double value) {
   return buf;
 }
 
+std::string PercentText(double value) { return std::isnan(value) ? "n/a" : FigureText(value) + "%"; }
+
 std::string JoinInts(const std::vector<int>& values) {
   std::string out;
   for (int v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);

@@ -14,6 +14,8 @@ std::string Figure(const char* fmt, double value);
 // A headline figure (an MFU in %, TFLOP/s) as printed: one decimal ("56.1"), or three significant
 // digits where one decimal would read 0 (a CPU rank's "0.00182"); "n/a" for NaN.
 std::string FigureText(double value);
+// A headline percentage as printed: FigureText(value) + "%", or "n/a" for NaN (no "n/a%").
+std::string PercentText(double value);
 // "3, 17, 21": ranks and the like, as findings list them.
 std::string JoinInts(const std::vector<int>& values);
 // &, <, >, " as HTML entities.

@@ -218,7 +218,7 @@ std::string ReportToHtml(const DiagnosisReport& r, const std::string& extra_sect
   row("steps completed", std::to_string(r.steps_completed) + (r.run_failed ? " (run failed)" : ""));
   if (r.steps_completed > 0) {
     row("step time", Fmt("%.4g s", r.iteration_time_s));
-    row("MFU", Figure("%.1f%%", 100 * r.mfu) + " (HFU " + Figure("%.1f%%", 100 * r.hfu) + "), " +
+    row("MFU", PercentText(100 * r.mfu) + " (HFU " + PercentText(100 * r.hfu) + "), " +
                    FigureText(r.tflops_per_gpu) + " TFLOP/s per GPU");
     row("tokens/s", Figure("%.4g", r.tokens_per_s));
   }

@@ -96,7 +96,7 @@ std::string StragglerHtml(const StragglerAnalysis& a, int dp, int pp) {
                         Fmt("%.4g s", a.t_nodelay_s) + ", ideal " + Fmt("%.4g s", a.t_ideal_s) + ")");
   row("M_W (top workers made ideal)", Figure("%.0f%%", 100 * a.m_w));
   row("M_S (last stage made ideal)", Figure("%.0f%%", 100 * a.m_s));
-  row("MFU if ideal", Figure("%.1f%%", 100 * a.mfu_ideal));
+  row("MFU if ideal", PercentText(100 * a.mfu_ideal));
   h += "</table>\n<h3>Findings</h3>\n";
   if (a.findings.empty()) {
     h += "<p>No straggling beyond " + Figure("%.1f%%", 100 * (a.slowdown - 1)) + ".</p>\n";

@@ -282,6 +282,17 @@ TEST(SlowLinks, ManySuspectsBarelyOverTheThresholdAreNoCongestedLink) {
   EXPECT_EQ(r.slow_link->ranks.size(), 6u);
 }
 
+// On a trace from real rings (NCCL's, MPI's: every member ends together) the finding says it is
+// a lead to test; on the simulator's, whose ring members end with their own flows, it does not.
+TEST(SlowLinks, AFindingOnATraceFromRealRingsSaysToTestTheLinks) {
+  const DiagnosisReport sim = RingWithSlowRanks({3});
+  ASSERT_TRUE(sim.slow_link.has_value());
+  EXPECT_EQ(ReportToText(sim).find("NCCL ring test"), std::string::npos);
+  DiagnosisReport real = sim;
+  real.source = "exec";
+  EXPECT_NE(ReportToText(real).find("note: on a trace from real rings"), std::string::npos) << ReportToText(real);
+}
+
 TEST(SlowLinks, AnEvenRingHasNoFinding) {
   EXPECT_FALSE(RingWithSlowRanks({}).slow_link.has_value());
 }

@@ -81,5 +81,33 @@ TEST(HtmlReport, IsOneSelfContainedFileWithEveryPart) {
   std::remove(html.c_str());
 }
 
+// A CPU run's MFU is a few thousandths of a percent: the page prints it as the text report does
+// (three significant figures), not as 0.0%, and a figure the trace cannot tell as n/a, not n/a%.
+TEST(HtmlReport, ASmallMfuReadsAsInTheTextReport) {
+  std::vector<TraceEvent> ev;
+  for (int step = 0; step < 2; ++step) {
+    ev.push_back(Ev(0, step, QKV_GEMM, COMPUTE, 100 * step * kMs, (100 * step + 10) * kMs));
+  }
+  TraceHeader h = Header(1, 1, 1);
+  h.set_peak_flops_per_gpu(1e14);
+  h.set_model_flops_per_step(3e8);  // no hardware FLOPs: HFU unknown
+  const std::string trace = TempPath("small_mfu.trace"), html = TempPath("small_mfu.html");
+  WriteTraceFile(trace, h, ev);
+  Result<DiagnosisReport> r = DiagnoseInput({trace, TraceFormat::kAuto, ""});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_GT(r->mfu, 0);
+  ASSERT_LT(r->mfu, 5e-4);  // under 0.05 %: one decimal would read 0.0
+  ASSERT_TRUE(WriteHtmlReport(*r, html).ok());
+  Result<std::string> text = ReadFile(html);
+  ASSERT_TRUE(text.ok());
+  char mfu[32];
+  std::snprintf(mfu, sizeof mfu, "%.3g%%", 100 * r->mfu);
+  EXPECT_NE(text->find(std::string("<td>MFU</td><td><b>") + mfu + " (HFU n/a)"), std::string::npos) << *text;
+  EXPECT_NE(ReportToText(*r).find(std::string("MFU ") + mfu + " (HFU n/a)"), std::string::npos) << ReportToText(*r);
+  EXPECT_EQ(text->find("n/a%"), std::string::npos);
+  std::remove(trace.c_str());
+  std::remove(html.c_str());
+}
+
 }  // namespace
 }  // namespace megascale
