@@ -24,9 +24,11 @@ void HangLocator::OnEvent(const TraceEvent& e, int stage) {
   if (e.end_ns() >= l.end_ns) l = {e.end_ns(), e.step(), static_cast<int>(e.op_id()), e.kind(), e.lane()};
   // The program is the same every step: the first two steps describe it (a hang in step 0 is
   // described by the ranks that got further).
-  if (e.step() <= 1) program_.try_emplace(Key(stage, static_cast<int>(e.op_id())),
-                       OpInfo{e.kind(), e.lane(), e.group(), e.phase(),
-                              static_cast<int>(e.collective_seq())});
+  if (e.step() > 1) return;
+  const uint64_t key = Key(stage, static_cast<int>(e.op_id()));
+  if (last_key_ == key) return;
+  last_key_ = key;
+  program_.try_emplace(key, OpInfo{e.kind(), e.lane(), e.group(), e.phase(), static_cast<int>(e.collective_seq())});
 }
 
 void HangLocator::OnStatus(const RankStatus& s) {

@@ -74,6 +74,9 @@ class HangLocator {
   std::optional<std::pair<int, OpInfo>> NextCommunication(int rank, int hung_step, int stage) const;
 
   std::unordered_map<uint64_t, OpInfo> program_;   // (stage, op_id) -> op
+  // The key last put into program_: a TP group's ranks give their ops one after the other, so
+  // most events repeat it and skip the lookup.
+  std::optional<uint64_t> last_key_;
   // Built from program_ at the first NextCommunication: stage -> its communication ops by id.
   mutable std::map<int, std::vector<std::pair<int, OpInfo>>> comm_;
   std::vector<LastOp> last_;                       // by rank

@@ -52,11 +52,12 @@ double SlowLinkLocator::PeerWaitS(int rank, int step) const {
 
 void SlowLinkLocator::OnTp(const TraceEvent& e) {
   if (tp_ <= 1) return;
-  const RankCoords c = layout_->CoordsOf(e.rank());
-  const int first = layout_->RankOf({0, c.dp, c.pp});
-  const auto key = std::make_tuple(e.step(), static_cast<int>(e.collective_seq()),
-                                   static_cast<int>(e.kind()), first);
+  // TP is the innermost coordinate in every rank order (planner/model.proto RankOrder): the
+  // group's first rank.
+  const int first = e.rank() - e.rank() % tp_;
+  const TpKey key{e.step(), e.collective_seq(), static_cast<int>(e.kind()), first};
   DpInstance& inst = tp_open_[key];
+  if (inst.members.empty()) inst.members.reserve(tp_);
   inst.members.push_back({e.rank(), e.start_ns(), e.end_ns()});
   if (static_cast<int>(inst.members.size()) < tp_) return;
   int64_t release = INT64_MIN;
@@ -107,22 +108,25 @@ void SlowLinkLocator::OnPp(const TraceEvent& e, int stage) {
   }
   const uint64_t key = (static_cast<uint64_t>(e.step()) << 48) | (replica << kPpPairKeyBits) | *pair_key;
   PpPair& pair = pp_open_[key];
-  (e.kind() == PP_SEND ? pair.sends : pair.recvs).push_back({e.rank(), e.start_ns(), e.end_ns()});
-  if (static_cast<int>(pair.sends.size()) < tp_ || static_cast<int>(pair.recvs.size()) < tp_) return;
+  if (pair.sides.empty()) pair.sides.resize(2 * tp_);
+  const bool send = e.kind() == PP_SEND;
+  pair.sides[(send ? 0 : tp_) + c.tp] = {e.rank(), e.start_ns(), e.end_ns()};
+  if (++(send ? pair.sends : pair.recvs) < tp_ || std::min(pair.sends, pair.recvs) < tp_) return;
   int64_t release = INT64_MIN;
-  for (const auto* sides : {&pair.sends, &pair.recvs}) {
-    for (const Side& x : *sides) release = std::max(release, x.start_ns);
+  for (const Side& x : pair.sides) {
+    if (x.rank >= 0) release = std::max(release, x.start_ns);
   }
-  for (const Side& send : pair.sends) {
-    const int tp = layout_->CoordsOf(send.rank).tp;
-    for (const Side& recv : pair.recvs) {
-      if (layout_->CoordsOf(recv.rank).tp != tp) continue;
-      const int64_t ns = std::min(send.end_ns, recv.end_ns) - release;
-      const float secs = static_cast<float>(std::max<int64_t>(0, ns)) / 1e9f;
-      const std::pair<int, int> flow{send.rank, recv.rank};
-      auto [it, fresh] = pp_min_s_.emplace(flow, secs);
-      if (!fresh) it->second = std::min(it->second, secs);
-      pp_phase_[flow] = forward ? 0 : 1;
+  for (int tp = 0; tp < tp_; ++tp) {
+    const Side& sent = pair.sides[tp];
+    const Side& recv = pair.sides[tp_ + tp];
+    if (sent.rank < 0 || recv.rank < 0) continue;  // a duplicate stood in for it (a malformed trace)
+    const int64_t ns = std::min(sent.end_ns, recv.end_ns) - release;
+    const float secs = static_cast<float>(std::max<int64_t>(0, ns)) / 1e9f;
+    const uint64_t flow = static_cast<uint64_t>(sent.rank) << 32 | static_cast<uint32_t>(recv.rank);
+    auto [it, fresh] = pp_flows_.try_emplace(flow, PpFlow{secs, forward ? 0 : 1});
+    if (!fresh) {
+      it->second.min_s = std::min(it->second.min_s, secs);
+      it->second.phase = forward ? 0 : 1;
     }
   }
   pp_open_.erase(key);
@@ -172,16 +176,16 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
     }
   }
   std::vector<double> phase_values[2];
-  for (const auto& [flow, s] : pp_min_s_) phase_values[pp_phase_.at(flow)].push_back(s);
+  for (const auto& [key, flow] : pp_flows_) phase_values[flow.phase].push_back(flow.min_s);
   const double phase_median[2] = {Median(phase_values[0]), Median(phase_values[1])};
-  for (const auto& [flow, s] : pp_min_s_) {
-    const double m = phase_median[pp_phase_.at(flow)];
+  for (const auto& [key, flow] : pp_flows_) {
+    const double m = phase_median[flow.phase];
     if (m < kMinJudged_s) continue;
     ++judged;
-    const double ratio = s / m;
+    const double ratio = flow.min_s / m;
     if (ratio > 1 + threshold) ++slow_flows;
-    note(flow.first, ratio);
-    note(flow.second, ratio);
+    note(static_cast<int>(key >> 32), ratio);
+    note(static_cast<int>(key & 0xffffffffu), ratio);
   }
   std::vector<int> suspects;
   for (int r = 0; r < world; ++r) {

@@ -20,6 +20,7 @@
 // a send for its receive). Not thread-safe.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -57,10 +58,31 @@ class SlowLinkLocator {
     int64_t end_ns = 0;
   };
   struct PpPair {  // a micro-batch's transfer between two stages, for every TP index
-    std::vector<Side> sends, recvs;
+    std::vector<Side> sides;  // by TP index: sends [0, tp), receives [tp, 2 tp); rank -1 until seen
+    int sends = 0, recvs = 0;
+  };
+  struct PpFlow {  // a (sender, receiver) pair of ranks: its fastest transfer and its phase
+    float min_s = 0;
+    int phase = 0;
   };
   struct DpInstance {
     std::vector<Side> members;
+  };
+  struct TpKey {  // a TP collective instance: (step, seq, kind, the group's first rank)
+    int step;
+    uint32_t seq;
+    int kind, first;
+    bool operator==(const TpKey& o) const {
+      return step == o.step && seq == o.seq && kind == o.kind && first == o.first;
+    }
+  };
+  struct TpKeyHash {
+    size_t operator()(const TpKey& k) const {
+      uint64_t h = static_cast<uint64_t>(static_cast<uint32_t>(k.first)) << 32 | k.seq;
+      h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.step)) << 8 | static_cast<uint32_t>(k.kind)) *
+           0x9e3779b97f4a7c15ull;
+      return std::hash<uint64_t>{}(h ^ (h >> 29));
+    }
   };
   void OnDp(const TraceEvent& e, int stage);
   void OnTp(const TraceEvent& e);
@@ -72,10 +94,9 @@ class SlowLinkLocator {
   std::map<std::tuple<int, int, int, int>, DpInstance> dp_open_;      // (step, seq, stage, kind)
   std::vector<std::vector<float>> dp_transfer_s_;                     // [rank][step], summed
   std::unordered_map<uint64_t, PpPair> pp_open_;                      // by pair key
-  std::map<std::pair<int, int>, float> pp_min_s_;                     // (src, dst) -> fastest
-  std::map<std::pair<int, int>, int> pp_phase_;                       // (src, dst) -> phase
+  std::unordered_map<uint64_t, PpFlow> pp_flows_;                    // src << 32 | dst
   int tp_;
-  std::map<std::tuple<int, int, int, int>, DpInstance> tp_open_;       // (step, seq, kind, first)
+  std::unordered_map<TpKey, DpInstance, TpKeyHash> tp_open_;
   std::vector<std::vector<int64_t>> wait_ns_;                         // [rank][step]
 };
 
