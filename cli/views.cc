@@ -163,10 +163,11 @@ nlohmann::json DpCollectivesJson(const Plan& plan) {
 std::string LayoutLine(const Plan& plan) {
   const LayoutSpec& l = plan.layout();
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "TP %d x PP %d%s x DP %d, micro-batch %d, %d micro-batches, ZeRO-%d",
+  std::snprintf(buf, sizeof(buf), "TP %d x PP %d%s x DP %d, micro-batch %d, %d micro-batch%s, ZeRO-%d",
                 l.tp(), l.pp(),
                 l.virtual_stages() > 1 ? (" (" + std::to_string(l.virtual_stages()) + " virtual)").c_str() : "",
-                l.dp(), plan.training().micro_batch(), plan.microbatches(), l.zero_stage());
+                l.dp(), plan.training().micro_batch(), plan.microbatches(), plan.microbatches() == 1 ? "" : "es",
+                l.zero_stage());
   return buf;
 }
 

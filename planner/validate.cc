@@ -34,6 +34,7 @@ Result<Scenario> ResolveScenario(const Scenario& input) {
   MS_RETURN_IF_ERROR(validation::ResolveCluster(s.mutable_cluster()));
   MS_RETURN_IF_ERROR(validation::ResolveModel(s.mutable_model()));
   MS_RETURN_IF_ERROR(validation::ResolveSearch(&s));  // may choose the layout (search.enabled)
+  MS_RETURN_IF_ERROR(validation::DefaultDataParallel(s.cluster(), s.mutable_layout()));
   MS_RETURN_IF_ERROR(validation::ResolveLayout(s.cluster(), s.model(), s.mutable_layout()));
   MS_RETURN_IF_ERROR(validation::ResolveTraining(s.model(), s.layout(), s.mutable_training()));
   MS_RETURN_IF_ERROR(validation::ResolveFaults(s.cluster(), s.mutable_faults()));

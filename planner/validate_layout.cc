@@ -2,6 +2,19 @@
 #include "planner/validate_util.h"
 
 namespace megascale::validation {
+Status DefaultDataParallel(const ClusterSpec& c, LayoutSpec* l) {
+  // Sizes out of range are ResolveLayout's to report.
+  if (l->has_dp() || l->tp() < 1 || l->pp() < 1 || c.num_gpus() < 1) return Status::Ok();
+  const int64_t tp_pp = static_cast<int64_t>(l->tp()) * l->pp();
+  if (c.num_gpus() % tp_pp != 0) {
+    return Status::BadField("layout.tp x layout.pp", Num(l->tp()) + " x " + Num(l->pp()) + " = " + Num(tp_pp),
+                            "must divide cluster.num_gpus (" + Num(c.num_gpus()) +
+                                "): layout.dp, left out, is num_gpus / (tp x pp)");
+  }
+  l->set_dp(static_cast<int>(c.num_gpus() / tp_pp));
+  return Status::Ok();
+}
+
 Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   MS_CHECK_RANGE(l->tp(), 1, c.num_gpus(), "layout.tp", "at most cluster.num_gpus");
   MS_CHECK_RANGE(l->pp(), 1, c.num_gpus(), "layout.pp", "at most cluster.num_gpus");

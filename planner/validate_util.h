@@ -31,6 +31,9 @@ inline std::string Num(const std::string& quoted) { return quoted; }  // already
 Status ResolveCluster(ClusterSpec* c);
 Status ResolveModel(ModelSpec* m);
 Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l);
+// A scenario that leaves layout.dp out gets what TP and PP leave of the GPUs (Megatron-LM's
+// rule: data-parallel size = world size / (tp x pp)); run after the search, which sets its own.
+Status DefaultDataParallel(const ClusterSpec& c, LayoutSpec* l);
 Status ResolveTraining(const ModelSpec& m, const LayoutSpec& l, TrainingSpec* t);
 Status ResolveFaults(const ClusterSpec& c, FaultSpec* f);
 Status ResolveSim(const ClusterSpec& c, SimSpec* s);

@@ -33,6 +33,17 @@ std::string With(const std::string& from, const std::string& to) {
   return at == std::string::npos ? s : s.replace(at, from.size(), to);
 }
 
+// Left out, layout.dp is what TP and PP leave of the GPUs (Megatron-LM's rule); given, it is kept.
+TEST(ScenarioDefaults, DataParallelIsWhatTpAndPpLeave) {
+  Result<Scenario> parsed = ParseScenario(With("tp: 2 pp: 2 dp: 4", "tp: 2 pp: 2"), "test");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  ASSERT_FALSE(parsed->layout().has_dp());
+  Result<Scenario> resolved = ResolveScenario(*parsed);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  EXPECT_EQ(resolved->layout().dp(), 4);  // 16 GPUs / (2 x 2)
+  EXPECT_FALSE(ResolveError(With("dp: 4", "dp: 2")).ok()) << "a given dp is checked, not replaced";
+}
+
 TEST(ScenarioErrors, CarryFieldValueAndRuleAsData) {
   struct Case {
     std::string text, field, value, rule_part;
@@ -41,6 +52,8 @@ TEST(ScenarioErrors, CarryFieldValueAndRuleAsData) {
       {With("tp: 2 pp: 2 dp: 4", "tp: 2 pp: 2 dp: 4 zero_stage: 7"), "layout.zero_stage", "7", "must be 0, 1, 2 or 3"},
       {With("num_gpus: 16", "num_gpus: 16 nic_gbps: inf"), "cluster.nic_gbps", "inf", "must be between 0.001"},
       {With("dp: 4", "dp: 2"), "layout.tp x layout.pp x layout.dp", "2 x 2 x 2 = 8", "must equal cluster.num_gpus (16)"},
+      {With("tp: 2 pp: 2 dp: 4", "tp: 2 pp: 3"), "layout.tp x layout.pp", "2 x 3 = 6",
+       "must divide cluster.num_gpus (16): layout.dp, left out"},
       {With("global_batch: 8", "global_batch: 1048576"), "micro-batches per replica",
        "training.global_batch / (training.micro_batch x layout.dp) = 262144, x 2 layers per stage = 524288",
        "must be at most 16384 micro-batches"},
