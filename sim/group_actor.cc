@@ -111,6 +111,7 @@ void GroupActor::BeginStep() {
   std::fill(cursor_.begin(), cursor_.end(), 0);
   for (NetOp& net : net_) net.active = false;
   ops_left_ = n;
+  idle_at_ops_left_ = -1;
   step_end_ = step_start_;
 }
 
@@ -127,6 +128,7 @@ void GroupActor::ComputeReady(uint32_t id, int lane, int cursor) {
 }
 
 bool GroupActor::ResolveLanes() {
+  if (ops_left_ == idle_at_ops_left_) return false;
   bool progress = false;
   const StageProgram& program = *info_->program;
   for (int lane = 0; lane < kNumLanes; ++lane) {
@@ -168,6 +170,7 @@ bool GroupActor::ResolveLanes() {
       ++cursor_[lane];
     }
   }
+  if (!progress) idle_at_ops_left_ = ops_left_;
   return progress;
 }
 

@@ -147,6 +147,9 @@ class GroupActor {
   double step_start_ = 0;
   double step_end_ = 0;
   int ops_left_ = 0;
+  // ops_left_ when ResolveLanes last found nothing to do: a lane waits on an op that ends, so
+  // until another op has ended there is nothing new to resolve (-1: resolve).
+  int idle_at_ops_left_ = -1;
   std::vector<OpState> ops_;
   std::vector<double> pool_;
   std::vector<int> cursor_;
