@@ -126,6 +126,13 @@ void StragglerAnalyzer::ComputeIdeal() {
     worker_[k].resize(n);
     partner_[k].assign(n, -1);
     on_link_[k].assign(n, 0);
+    // Per instance, whether a member is a suspect: once over the members (a DP collective of
+    // thousands of members would cost its size squared, asked per member).
+    std::vector<char> inst_on_link(link_ranks.empty() ? 0 : g.instances(), 0);
+    for (int inst = 0; inst < static_cast<int>(inst_on_link.size()); ++inst) {
+      inst_on_link[inst] = std::any_of(g.members_begin(inst), g.members_end(inst),
+                                       [&](int m) { return link_ranks.count(g.ops()[m].rank) > 0; });
+    }
     for (int i = 0; i < n; ++i) {
       const StepOp& op = g.ops()[i];
       worker_[k][i] = WorkerOf(op);
@@ -141,10 +148,7 @@ void StragglerAnalyzer::ComputeIdeal() {
       ideal_[k][i] = std::llround(ideal);
       if (!g.in_collective(i)) continue;
       const int* pair = g.members_begin(op.inst);
-      if (!link_ranks.empty()) {
-        on_link_[k][i] = std::any_of(pair, g.members_end(op.inst),
-                                     [&](int m) { return link_ranks.count(g.ops()[m].rank) > 0; });
-      }
+      if (!inst_on_link.empty()) on_link_[k][i] = inst_on_link[op.inst];
       if (op.kind != PP_SEND && op.kind != PP_RECV) continue;
       if (g.members_end(op.inst) - pair == 2) partner_[k][i] = WorkerOf(g.ops()[pair[0] == i ? pair[1] : pair[0]]);
     }
