@@ -6,7 +6,7 @@ scenario by fixed rules (bench/vtrain_scenario.tmpl, which planner/vtrain_runs.c
 no per-row knob: stack "megatron-deepspeed" (fused element-wise kernels,
 no FlashAttention, nothing overlapped: the DP all-reduce after the backward, i.e. no gradient
 buckets), full activation recomputation, 1F1B, no ZeRO, GPT-2's vocabulary, one A100 node of up to
-8 GPUs with 150 GB/s inside it (what vTrain's configs state). `megascale plan --json` predicts the
+8 GPUs at the A100's NVLink (the template says why not vTrain's 150 GB/s). `megascale plan --json` predicts the
 iteration time; this prints the error overall (MAPE, worst rows) and per TP degree and per hidden
 size (each group's mean signed error and MAPE), the groups issue 18 asks to bring within 5 %, and
 the share of each group's predicted step that its compute waits for the host's launches

@@ -1,8 +1,8 @@
 // The rows of ../shared/reference/vtrain-single-node-a100.csv (vTrain's 1,440 measured
 // single-node A100 iterations) as scenarios, by the fixed rules of bench/vtrain_scenario.tmpl
 // (compiled in; bench/vtrain_check.py fills the same file): stack "megatron-deepspeed", full
-// recompute, 1F1B, ZeRO 0, GPT-2's vocabulary, one node of up to 8 GPUs at 150 GB/s. No per-row
-// knob. Pure functions; thread-safe.
+// recompute, 1F1B, ZeRO 0, GPT-2's vocabulary, one DGX-class node of up to 8 GPUs at the A100's
+// NVLink. No per-row knob. Pure functions; thread-safe.
 #pragma once
 
 #include <string>
