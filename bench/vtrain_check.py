@@ -17,6 +17,8 @@ costs (b) and what the step costs beyond its layers (a); per TP and PP degree a 
 least squares into a fixed part per step, a part per micro-batch and a part per sequence x
 hidden / 1,024 (the embedding, head and loss). And how repeatable the file is: runs that differ
 only in DP (the same work per GPU but the DP all-reduce) are compared with their group's mean.
+And how the file is built, from its rows alone (structure_table): which times are exactly linear
+in the layer count and the micro-batches per step, as composed times are and measured ones are not.
 And per layer shape (TP, hidden, micro-batch) the median predicted / measured, with the error that
 is left once each shape's median is divided out (shape_table), and over the PP 1 rows the step split
 into its terms (a layer's pass per micro-batch, the update, the rest of a micro-batch, the step),
@@ -227,6 +229,58 @@ def term_table(results):
               ", ".join(f"{n} {100 * statistics.mean(s):.1f}%" for n, s in zip(names, swapped[1:])))
 
 
+def structure_table(rows):
+    """How the file's times are built, from the rows alone: real runs carry noise, so a time that
+    is exactly linear (to a microsecond) in the layer count and in the micro-batches per step, a
+    layer's cost per micro-batch that is the same number at every PP degree, and a DP term (a run
+    less its DP 1 twin) that falls as the gradients grow, say the rows are composed from per-shape
+    terms, not measured one by one (docs/calibration.md, "How the file is built")."""
+    times = {}
+    for w in rows:
+        tp, pp, dp = (int(w[c]) for c in ("tensor parallelism", "pipeline parallelism", "data parallelism"))
+        mb, h, layers = int(w["micro batch"]), int(w["hidden size"]), int(w["# layers"])
+        times[(tp, pp, dp, h, mb, layers, int(w["global batch"]) // (dp * mb))] = float(w["iteration time (ms)"])
+    by_layers, by_m = {}, {}
+    for (tp, pp, dp, h, mb, layers, m), t in times.items():
+        by_layers.setdefault((tp, pp, dp, h, mb, m), {})[layers] = t
+        by_m.setdefault((tp, pp, dp, h, mb, layers), {})[m] = t
+
+    def exact(points):  # every point on the line through the first two, to 1 us
+        xs = sorted(points)
+        slope = (points[xs[1]] - points[xs[0]]) / (xs[1] - xs[0])
+        return all(abs(points[xs[0]] + slope * (x - xs[0]) - points[x]) < 1e-3 for x in xs[2:])
+
+    lin_layers = {dp1: [exact(v) for k, v in by_layers.items() if len(v) >= 3 and (k[2] == 1) == dp1] for dp1 in (True, False)}
+    lin_m = [exact(v) for v in by_m.values() if len(v) >= 3]
+    # a layer's cost per micro-batch (the slope over micro-batches, then over layers) x PP, per PP
+    per_layer = {}
+    for (tp, pp, dp, h, mb, layers), v in by_m.items():
+        if dp == 1 and len(v) >= 2 and layers in (12, 24):
+            xs = sorted(v)
+            per_layer.setdefault((tp, h, mb, pp), {})[layers] = (v[xs[1]] - v[xs[0]]) / (xs[1] - xs[0])
+    spread = {}
+    for (tp, h, mb, pp), v in per_layer.items():
+        if len(v) == 2:
+            spread.setdefault((tp, h, mb), []).append(pp * (v[24] - v[12]) / 12)
+    multi_pp = [max(a) - min(a) for a in spread.values() if len(a) > 1]
+    # the DP term against the layer count: more layers (more gradients) in less time
+    falls = 0
+    dp_terms = {}
+    for (tp, pp, dp, h, mb, layers, m), t in times.items():
+        twin = times.get((tp, pp, 1, h, mb, layers, m))
+        if dp > 1 and twin is not None:
+            dp_terms.setdefault((tp, pp, dp, h), {})[layers] = t - twin
+    for v in dp_terms.values():
+        xs = sorted(v)
+        falls += sum(v[b] < v[a] - 1e-3 for a, b in zip(xs, xs[1:]))
+    print("\nhow the file is built (the rows alone): exactly linear (to 1 us) in the layer count: "
+          f"{sum(lin_layers[True])} of {len(lin_layers[True])} configurations at DP 1, "
+          f"{sum(lin_layers[False])} of {len(lin_layers[False])} at DP > 1; in the micro-batches per step: "
+          f"{sum(lin_m)} of {len(lin_m)}; a layer's cost per micro-batch x PP differs across PP degrees by at most "
+          f"{1000 * max(multi_pp, default=0):.3f} us ({len(multi_pp)} layer shapes at two or more PP degrees); "
+          f"the DP term falls where the layers (and gradients) grow {falls} times")
+
+
 def load_rows(every=1):
     if not os.path.exists(CSV):
         sys.exit(f"vtrain_check: {CSV} is missing (the shared reference folder beside the project)")
@@ -296,6 +350,7 @@ def main():
     cost_split_table(results)
     shape_table(results)
     term_table(results)
+    structure_table([r["row"] for r in results])
     print("\nworst rows (GPUs, TP x PP x DP, hidden x layers, micro/global batch: predicted vs measured ms)")
     for r in sorted(results, key=lambda r: -abs(r["err"]))[:8]:
         w = r["row"]
