@@ -273,6 +273,9 @@ def structure_table(rows):
     for v in dp_terms.values():
         xs = sorted(v)
         falls += sum(v[b] < v[a] - 1e-3 for a, b in zip(xs, xs[1:]))
+    if not (lin_layers[True] or lin_layers[False] or lin_m):
+        print("\nhow the file is built: too few rows of one configuration to tell (every row needed, not --every)")
+        return
     print("\nhow the file is built (the rows alone): exactly linear (to 1 us) in the layer count: "
           f"{sum(lin_layers[True])} of {len(lin_layers[True])} configurations at DP 1, "
           f"{sum(lin_layers[False])} of {len(lin_layers[False])} at DP > 1; in the micro-batches per step: "
