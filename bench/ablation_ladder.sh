@@ -10,8 +10,8 @@
 # PAPER.csv (optional): the paper's MFU per rung, lines "rung,mfu_percent" (rung 0-8, as the file
 # names number them), printed beside the twin's with the paper's gain per rung and the difference,
 # and the total gain from rung 0 to the last held against the paper's (issue 18: within 3 points).
-# The paper's figures are not in ../shared/reference/, and none are copied here: a benchmark, not a test. ~1 minute on 2 cores
-# (the simulations, 6 s each).
+# The paper's figures are not in ../shared/reference/, and none are copied here: a benchmark, not
+# a test. ~1 minute on 2 cores (the simulations, 6 s each).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
