@@ -23,10 +23,13 @@ std::string WriteInput(const std::string& name, const uint8_t* data, size_t size
   return path;
 }
 
-// Removes the input file when the entry returns.
+// Removes the input file when it goes out of scope: when the entry returns, or, for the one a
+// target keeps for the whole process (static), when the process exits.
 struct Input {
   Input(const std::string& name, const uint8_t* data, size_t size) : path(WriteInput(name, data, size)) {}
   ~Input() { std::remove(path.c_str()); }
+  Input(const Input&) = delete;
+  Input& operator=(const Input&) = delete;
   std::string path;
 };
 
@@ -56,13 +59,11 @@ int FuzzScenario(const uint8_t* data, size_t size) {
 }
 
 int FuzzTimerTrace(const uint8_t* data, size_t size) {
-  static const std::string meta = [] {
-    const std::string text = "dp_size: 2\npp_size: 2\ntp_size: 2\n";
-    return WriteInput("meta.yaml", reinterpret_cast<const uint8_t*>(text.data()), text.size());
-  }();
+  static const std::string kMetaText = "dp_size: 2\npp_size: 2\ntp_size: 2\n";
+  static const Input meta("meta.yaml", reinterpret_cast<const uint8_t*>(kMetaText.data()), kMetaText.size());
   const bool json_lines = size > 0 && data[0] == '{';
   Input trace(json_lines ? "trace.jsonl" : "trace.csv", data, size);
-  Diagnose(trace.path, json_lines ? TraceFormat::kTimerJsonLines : TraceFormat::kMegatronCsv, meta);
+  Diagnose(trace.path, json_lines ? TraceFormat::kTimerJsonLines : TraceFormat::kMegatronCsv, meta.path);
   return 0;
 }
 
