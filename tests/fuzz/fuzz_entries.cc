@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "planner/plan_builder.h"
@@ -14,10 +15,19 @@
 namespace megascale::fuzz {
 namespace {
 
+// The folder for the input files: the test suite's (TEST_TMPDIR, in the build tree) under ctest,
+// else TMPDIR (scripts/fuzz.sh points it at a folder it removes), else /tmp.
+std::string InputFolder() {
+  for (const char* var : {"TEST_TMPDIR", "TMPDIR"}) {
+    const char* dir = std::getenv(var);
+    if (dir && *dir) return dir;
+  }
+  return "/tmp";
+}
+
 // The readers take paths: each input goes through a file of this process's own.
 std::string WriteInput(const std::string& name, const uint8_t* data, size_t size) {
-  const char* dir = std::getenv("TMPDIR");
-  const std::string path = std::string(dir && *dir ? dir : "/tmp") + "/megascale_fuzz_" +
+  const std::string path = InputFolder() + "/megascale_fuzz_" +
                            std::to_string(::getpid()) + "_" + name;
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path;
