@@ -245,13 +245,15 @@ def structure_table(rows):
         by_layers.setdefault((tp, pp, dp, h, mb, m), {})[layers] = t
         by_m.setdefault((tp, pp, dp, h, mb, layers), {})[m] = t
 
-    def exact(points):  # every point on the line through the first two, to 1 us
-        xs = sorted(points)
-        slope = (points[xs[1]] - points[xs[0]]) / (xs[1] - xs[0])
-        return all(abs(points[xs[0]] + slope * (x - xs[0]) - points[x]) < 1e-3 for x in xs[2:])
+    def exact(points):  # every point on its least-squares line, to 1 us
+        a, b = line(points.items())
+        return all(abs(a + b * x - y) < 1e-3 for x, y in points.items())
 
     lin_layers = {dp1: [exact(v) for k, v in by_layers.items() if len(v) >= 3 and (k[2] == 1) == dp1] for dp1 in (True, False)}
     lin_m = [exact(v) for v in by_m.values() if len(v) >= 3]
+    if not (lin_layers[True] or lin_layers[False] or lin_m):
+        print("\nhow the file is built: too few rows of one configuration to tell (every row needed, not --every)")
+        return
     # a layer's cost per micro-batch (the slope over micro-batches, then over layers) x PP, per PP
     per_layer = {}
     for (tp, pp, dp, h, mb, layers), v in by_m.items():
@@ -273,9 +275,6 @@ def structure_table(rows):
     for v in dp_terms.values():
         xs = sorted(v)
         falls += sum(v[b] < v[a] - 1e-3 for a, b in zip(xs, xs[1:]))
-    if not (lin_layers[True] or lin_layers[False] or lin_m):
-        print("\nhow the file is built: too few rows of one configuration to tell (every row needed, not --every)")
-        return
     print("\nhow the file is built (the rows alone): exactly linear (to 1 us) in the layer count: "
           f"{sum(lin_layers[True])} of {len(lin_layers[True])} configurations at DP 1, "
           f"{sum(lin_layers[False])} of {len(lin_layers[False])} at DP > 1; in the micro-batches per step: "
