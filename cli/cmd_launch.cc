@@ -30,10 +30,10 @@
 #include "cli/trace_salvage.h"
 #include "cli/views.h"
 #include "exec/heartbeat.h"
+#include "planner/op_kinds.h"
 #include "planner/plan_builder.h"
 #include "planner/scenario_io.h"
 #include "sim/ettr.h"
-#include "traces/event_name.h"
 
 namespace megascale::cli {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "planner/collective_cost.h"
 #include "planner/dp_collectives.h"
+#include "planner/op_kinds.h"
 #include "planner/scenario_io.h"
 #include "planner/search.h"
 #include "planner/search_inverse.h"
@@ -108,14 +109,6 @@ std::string HostBoundLine(const Plan& plan) {
 
 namespace {
 
-const char* DpKindName(OpKind kind) {
-  switch (kind) {
-    case DP_REDUCE_SCATTER: return "reduce-scatter";
-    case DP_ALL_GATHER: return "all-gather";
-    default: return "all-reduce";
-  }
-}
-
 // NCCL's own spelling (LL, LL128, Simple), as NCCL_PROTO takes it.
 const char* ProtocolName(CollectiveSpec::Protocol p) { return NcclProtocolName(ProtocolOf(p)); }
 
@@ -138,7 +131,7 @@ std::string DpCollectivesLine(const Plan& plan) {
                                   : Megabytes(g.min_bytes) + "-" + Megabytes(g.max_bytes);
     char buf[256];
     std::snprintf(buf, sizeof(buf), "%s %d %s%s of %s MB (%s, %s) %.3f %s", i == 0 ? "" : ";", g.count,
-                  DpKindName(g.kind), g.count == 1 ? "" : "s", bytes.c_str(),
+                  CollectiveName(OpKindOf(g.kind).collective), g.count == 1 ? "" : "s", bytes.c_str(),
                   g.algorithm == CollectiveSpec::TREE ? "tree" : "ring", ProtocolName(g.protocol),
                   g.seconds < 1 ? 1e3 * g.seconds : g.seconds, g.seconds < 1 ? "ms" : "s");
     line += buf;

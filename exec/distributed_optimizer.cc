@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/grad_clip.h"
+#include "planner/op_kinds.h"
 
 namespace megascale {
 namespace exec {
@@ -109,14 +110,15 @@ std::shared_future<Status> DistributedOptimizer::IssueDpOp(const Op& op, OpRecor
   Communicator* tp = threaded ? groups_->tp_lane.get() : groups_->tp.get();
   const OpUnit unit{op.phase(), op.microbatch(), op.chunk(), op.layer()};
   const OpKind kind = op.kind();
+  const bool gather = OpKindOf(kind).collective == Collective::kAllGather;
   const uint32_t id = op.id();
   // When the compute thread hands it over: a bucket that queues behind another was launched by
   // its own layers' backward (the step graph's launch edge, traces/step_graph.h).
   const int64_t issued = rec->NowNs();
-  return lane_.Post([this, b, dp, tp, rec, unit, kind, id, elements, issued] {
+  return lane_.Post([this, b, dp, tp, rec, unit, kind, gather, id, elements, issued] {
     return rec->CommAs(
-        id, DP_COMM, unit, kind, 4.0 * elements,
-        [&] { return kind == DP_ALL_GATHER ? GatherDp(*b, dp) : ReduceBucket(*b, tp, dp); }, NO_GROUP, issued);
+        id, DP_COMM, unit, kind, 4.0 * elements, [&] { return gather ? GatherDp(*b, dp) : ReduceBucket(*b, tp, dp); },
+        NO_GROUP, issued);
   });
 }
 

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "base/steady_clock.h"
-#include "traces/event_name.h"
+#include "planner/op_kinds.h"
 
 namespace megascale {
 namespace exec {

@@ -12,13 +12,9 @@ namespace megascale {
 namespace exec {
 
 // The plan's names for where an op belongs (what OpRecorder::SetUnit sets for the compute thread).
-// `planned` false: the op is outside the stage's program (today the gradient reductions and the
-// parameter gather that exec/distributed_optimizer.h groups its own way); it gets an id past the
-// program's last and asks no gate.
 struct OpUnit {
   Phase phase = FORWARD;
   int microbatch = -1, chunk = -1, layer = -1;
-  bool planned = true;
 };
 
 class OpGate {

@@ -3,39 +3,10 @@
 #include <algorithm>
 #include <string>
 
-#include "traces/event_name.h"
+#include "planner/op_kinds.h"
 
 namespace megascale {
 namespace exec {
-namespace {
-
-struct Placement {
-  Lane lane;
-  Group group;
-};
-
-Placement PlacementOf(OpKind kind) {
-  switch (kind) {
-    case TP_ALL_GATHER:
-    case TP_REDUCE_SCATTER:
-    case TP_ALL_REDUCE:
-      return {TP_COMM, TP_GROUP};
-    case PP_SEND:
-      return {PP_SEND_LANE, PP_GROUP};
-    case PP_RECV:
-      return {PP_RECV_LANE, PP_GROUP};
-    case DP_REDUCE_SCATTER:
-    case DP_ALL_GATHER:
-    case DP_ALL_REDUCE:
-      return {DP_COMM, DP_GROUP};
-    default:
-      return {COMPUTE, NO_GROUP};
-  }
-}
-
-}  // namespace
-
-Lane OpRecorder::LaneOf(OpKind kind) { return PlacementOf(kind).lane; }
 
 OpRecorder::OpRecorder(Device* device, const OpShape& shape, int rank, int stage, int64_t origin_ns,
                        const StageProgram* program)
@@ -55,7 +26,7 @@ void OpRecorder::BeginStep(int step) {
 }
 
 uint32_t OpRecorder::Claim(OpKind kind) {
-  if (gate_ == nullptr || !unit_.planned || !failure_.ok()) {
+  if (gate_ == nullptr || !failure_.ok()) {
     if (progress_ != nullptr) progress_->Tick(unit_.phase);
     return kUnplanned;
   }
@@ -83,9 +54,7 @@ void OpRecorder::CheckDevice(OpKind kind, uint32_t id) {
 
 void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, double bytes, Group group,
                         Lane lane, uint32_t id, int64_t ended_ns, int64_t cpu_ns, int64_t issued_ns) {
-  Placement where = PlacementOf(kind);
-  if (group != NO_GROUP) where.group = group;
-  where.lane = lane;
+  const Group group_of = group != NO_GROUP ? group : OpKindOf(kind).group;
   if (progress_ != nullptr) progress_->Tick();
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t end_ns = ended_ns >= 0 ? ended_ns : device_->NowNs();
@@ -94,20 +63,20 @@ void OpRecorder::Record(const OpUnit& unit, OpKind kind, int64_t start_ns, doubl
   e.set_step(step_);
   e.set_op_id(id != kUnplanned ? id : unplanned_base_ + next_id_++);
   e.set_kind(kind);
-  e.set_lane(where.lane);
+  e.set_lane(lane);
   e.set_phase(unit.phase);
-  e.set_group(where.group);
+  e.set_group(group_of);
   e.set_start_ns(start_ns - origin_ns_);
   e.set_end_ns(end_ns - origin_ns_);
   if (cpu_ns >= 0) e.set_cpu_ns(cpu_ns);
   if (issued_ns >= 0 && issued_ns < start_ns) e.set_launch_ns(issued_ns - origin_ns_);
-  if (where.lane == COMPUTE && kind != OPTIMIZER_STEP) {
+  if (lane == COMPUTE && OpKindOf(kind).cost != CostClass::kOptimizer) {
     e.set_flops(ComputeOpCost(kind, unit.phase, shape_).flops);
   }
   e.set_bytes(bytes);
-  if (where.group != NO_GROUP) {
+  if (group_of != NO_GROUP) {
     const bool planned = id != kUnplanned && program_ != nullptr;
-    e.set_collective_seq(planned ? program_->ops(id).collective_seq() : group_base_[where.group] + seq_[where.group]++);
+    e.set_collective_seq(planned ? program_->ops(id).collective_seq() : group_base_[group_of] + seq_[group_of]++);
   }
   e.set_microbatch(unit.microbatch);
   e.set_chunk(unit.chunk);

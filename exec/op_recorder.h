@@ -5,17 +5,17 @@
 // gate (exec/op_gate.h: the plan interpreter), every op the compute thread runs is first matched
 // with the plan's next op of its stage program and waits for that op's dependencies, and its
 // event carries the plan's op id; the lanes record theirs under the ids they were given (CommAs);
-// an op outside the program (OpUnit::planned false) gets an id past the program's last. Without a
-// gate, ids follow end order. The lane and group follow from the kind (a TP collective on
-// TP_COMM, a PP receive on PP_RECV_LANE, ...); collective_seq counts the ops of each group within
-// the step. FLOPs per compute op come from planner/op_costs.h (the one source of per-op work).
+// an op outside the program (kUnplanned) gets an id past the program's last. Without a gate, ids
+// follow end order. The lane and group are the kind's (planner/op_kinds.h: a TP collective on
+// TP_COMM, a PP receive on PP_RECV_LANE, ...) unless the caller names others; collective_seq counts
+// the ops of each group within the step. FLOPs per compute op come from planner/op_costs.h (the one source of per-op work).
 // Times come from the device's clock (a steady clock on the CPU), after Synchronize(), relative to
 // `origin_ns`. On the CPU each event also carries its thread's CPU time in the op (cpu_ns): the op's
 // own work, which calibrate fits where ranks share cores (docs/calibrate.md).
 // Threads: the compute thread records through Compute/Comm with the context SetUnit/SetLayer set,
 // and the interpreter's PP ops through CommAs/CommSince; the DP lane (exec/comm_lane.h) records
-// from its own thread through CommOn, with an explicit context and lane. One mutex guards the event list, the op ids
-// and the collective counters, and the end time is read under it, so the events of a rank stay in
+// from its own thread through CommAs, with an explicit context and lane. One mutex guards the
+// event list, the op ids and the collective counters, and the end time is read under it, so the events of a rank stay in
 // end order (as TraceSink requires) whichever thread ends an op. SetUnit, SetLayer, SetGate and
 // BeginStep belong to the compute thread (BeginStep only while the lanes are idle). The device's
 // NowNs() must be callable from any thread (the CPU's steady clock is); the lanes never call
@@ -35,6 +35,7 @@
 #include "exec/heartbeat.h"
 #include "exec/op_gate.h"
 #include "planner/op_costs.h"
+#include "planner/op_kinds.h"
 #include "traces/trace.pb.h"
 
 namespace megascale {
@@ -100,13 +101,9 @@ class OpRecorder {
     Release(id);
     return s;
   }
-  // From any thread: runs f (which returns Status) as a communication op of `unit` outside the
-  // program, recorded on `lane` (the comm lane's collectives go on DP_COMM whatever their kind).
-  template <typename F>
-  Status CommOn(Lane lane, const OpUnit& unit, OpKind kind, double bytes, F&& f, Group group = NO_GROUP) {
-    return CommAs(kUnplanned, lane, unit, kind, bytes, std::forward<F>(f), group);
-  }
-  // From any thread: the same for the plan's op `id` (kUnplanned: outside the program).
+  // From any thread: runs f (which returns Status) as the plan's communication op `id` of `unit`
+  // (kUnplanned: outside the program), recorded on `lane` (the comm lane's collectives go on
+  // DP_COMM whatever their kind).
   // `issued_ns` (NowNs's clock), if not -1: when the op was handed to the thread running it (a DP
   // lane's queue), recorded as its launch_ns where that was before it began.
   static constexpr uint32_t kUnplanned = ~0u;
@@ -167,7 +164,7 @@ class OpRecorder {
   static constexpr uint32_t kHostWorkIds = 0xF0000000u;
   void HostWork(const std::string& name, int step, Lane lane, int64_t start_ns, int64_t end_ns);
   // The lane an op of this kind runs on when nothing overrides it.
-  static Lane LaneOf(OpKind kind);
+  static Lane LaneOf(OpKind kind) { return OpKindOf(kind).lane; }
 
   int64_t origin_ns() const { return origin_ns_; }
   // The events recorded since the last call, in end order (stable).

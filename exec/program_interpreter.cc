@@ -4,15 +4,13 @@
 #include <string>
 #include <tuple>
 
-#include "exec/op_handlers.h"
-#include "traces/event_name.h"
 
 namespace megascale {
 namespace exec {
 namespace {
 
-bool IsModelLane(Handler h) {
-  return h == Handler::kModel || h == Handler::kOptimizerStep;
+bool IsModelLane(ExecHandler h) {
+  return h == ExecHandler::kModel || h == ExecHandler::kOptimizerStep;
 }
 
 std::string Name(OpKind kind, Phase phase, int microbatch, int chunk, int layer) {
@@ -33,22 +31,22 @@ StageInterpreter::StageInterpreter(const StageProgram& program, StageModel* mode
   // (phase, micro-batch, chunk) -> the unit's receive, its send
   std::map<std::tuple<int, int, int>, uint32_t> recv_of, send_of;
   for (const Op& op : program.ops()) {
-    const Handler h = HandlerOf(op);
+    const ExecHandler h = OpKindOf(op.kind()).handler;
     handler_.push_back(h);
-    if (h == Handler::kUnsupported && unsupported_.ok()) {
+    if (h == ExecHandler::kNone && unsupported_.ok()) {
       unsupported_ = Status::Internal("stage " + std::to_string(program.stage()) + "'s program holds op " +
                                       std::to_string(op.id()) + " (" + Describe(op) + "), which the executor cannot run");
     }
     const std::tuple<int, int, int> unit{op.phase(), op.microbatch(), op.chunk()};
-    if (h == Handler::kPpRecv) {
+    if (h == ExecHandler::kPpRecv) {
       recvs_.push_back(op.id());
       recv_of[unit] = op.id();
     }
-    if (h == Handler::kPpSend) {
+    if (h == ExecHandler::kPpSend) {
       sends_.push_back(op.id());
       send_of[unit] = op.id();
     }
-    if (h == Handler::kDistributedOptimizer) dps_.push_back(op.id());
+    if (h == ExecHandler::kDpBucket) dps_.push_back(op.id());
     if (!IsModelLane(h)) continue;
     model_ops_.push_back(op.id());
     if (op.phase() == OPTIMIZER) continue;
@@ -170,8 +168,8 @@ Status StageInterpreter::IssueReadyDps() {
 Status StageInterpreter::Complete(uint32_t id) {
   if (done_[id]) return Status::Ok();
   const Op& op = program_.ops(id);
-  const Handler h = handler_[id];
-  if (h == Handler::kPpRecv) {
+  const ExecHandler h = handler_[id];
+  if (h == ExecHandler::kPpRecv) {
     // The lane's order: the receives before this one arrive first.
     for (uint32_t earlier : recvs_) {
       if (earlier == id) break;
@@ -196,11 +194,11 @@ Status StageInterpreter::Complete(uint32_t id) {
     done_[id] = 1;
     return Status::Ok();
   }
-  if (h == Handler::kPpSend) {
+  if (h == ExecHandler::kPpSend) {
     MS_RETURN_IF_ERROR(IssueReadySends());
     if (done_[id]) return Status::Ok();
   }
-  if (h == Handler::kDistributedOptimizer) {
+  if (h == ExecHandler::kDpBucket) {
     MS_RETURN_IF_ERROR(IssueReadyDps());
     auto it = dp_issued_.find(id);
     if (it != dp_issued_.end()) {

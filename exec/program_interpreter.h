@@ -4,7 +4,7 @@
 // forward or backward), where each PP transfer starts and what waits for what all come from the
 // program the planner wrote and the simulator runs.
 //
-// Each op goes to its handler (exec/op_handlers.h). The compute lane's and TP lane's ops are the
+// Each op goes to the handler its kind's row names (planner/op_kinds.h, ExecHandler). The compute lane's and TP lane's ops are the
 // stage model's (compute and TP collectives), checked one by one against the program: a
 // disagreement is an error naming both ops. The PP lanes are asynchronous, the way a CUDA stream
 // is: a receive is posted (Communicator::PostRecv, an MPI_Irecv) as soon as its deps have ended,
@@ -33,9 +33,9 @@
 
 #include "exec/dp_op_runner.h"
 #include "exec/op_gate.h"
-#include "exec/op_handlers.h"
 #include "exec/parallel_groups.h"
 #include "exec/stage_model.h"
+#include "planner/op_kinds.h"
 
 namespace megascale {
 namespace exec {
@@ -99,7 +99,7 @@ class StageInterpreter : public OpGate {
   ParallelGroups* groups_;
   TpContext ctx_;
   DpOpRunner* dp_;
-  std::vector<Handler> handler_;                      // by op id (exec/op_handlers.h)
+  std::vector<ExecHandler> handler_;                  // by op id (planner/op_kinds.h)
   std::vector<uint32_t> model_ops_, recvs_, sends_, dps_;  // program order
   std::vector<Unit> units_;
   size_t cursor_ = 0;  // into model_ops_

@@ -7,16 +7,18 @@
 #include "planner/core_pools.h"
 #include "planner/cost_model.h"
 #include "planner/layout.h"
+#include "planner/op_kinds.h"
 #include "planner/op_costs.h"
 
 namespace megascale {
 namespace {
 
-bool IsTpCollective(OpKind k) { return k == TP_ALL_GATHER || k == TP_REDUCE_SCATTER || k == TP_ALL_REDUCE; }
+bool IsTpCollective(OpKind k) { return OpKindOf(k).cls == OpClass::kTp; }
 
-bool IsDpCollective(OpKind k) { return k == DP_REDUCE_SCATTER || k == DP_ALL_GATHER || k == DP_ALL_REDUCE; }
+bool IsDpCollective(OpKind k) { return OpKindOf(k).cls == OpClass::kDp; }
 
-bool IsLayerCompute(OpKind k) { return k <= CROSS_ENTROPY; }
+// The compute of a pass (not the optimizer's update).
+bool IsLayerCompute(OpKind k) { return OpKindOf(k).cls == OpClass::kCompute && OpKindOf(k).allows(FORWARD); }
 
 // An op's own time: its thread's CPU time where the trace has it (the CPU device: without the
 // time the OS gave other ranks sharing its core, which the simulator's core pools model), else
@@ -43,7 +45,7 @@ double DpSeconds(const StageProgram& program, const CorePools& comm_cpu) {
   return s;
 }
 
-bool IsTransfer(OpKind k) { return k == PP_SEND || k == PP_RECV || IsDpCollective(k); }
+bool IsTransfer(OpKind k) { return OpKindOf(k).cls == OpClass::kPp || IsDpCollective(k); }
 
 }  // namespace
 
@@ -147,7 +149,7 @@ Result<CalibrationFit> FitCalibration(const DeviceCalibration& base, const std::
   for (const auto& [kind, c] : comm_times) {
     OpCpuShare* t = fit.calibration.add_comm_cpu();
     t->set_kind(OpKind_Name(kind));
-    const bool polls = kind == PP_RECV;
+    const bool polls = OpKindOf(kind).collective == Collective::kRecv;
     t->set_share(polls ? (c.wall_s > 0 ? std::min(1.0, c.cpu_s / c.wall_s) : 1.0) : 0);
     t->set_op_s(polls ? 0 : c.cpu_s / c.ops);
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "planner/op_kinds.h"
+
 namespace megascale {
 namespace {
 
@@ -33,7 +35,7 @@ TreeNode BinaryTreeNode(int n, int rank) {
 }  // namespace
 
 namespace {
-bool IsAllReduce(OpKind kind) { return kind == DP_ALL_REDUCE || kind == TP_ALL_REDUCE; }
+bool IsAllReduce(OpKind kind) { return OpKindOf(kind).collective == Collective::kAllReduce; }
 }  // namespace
 
 double RingVolume(OpKind kind, int members, double bytes) {
@@ -272,7 +274,7 @@ DpChoice ChooseCollective(const CollectiveSpec& spec, OpKind kind, int members, 
                           const LinkFigures& link, const DpNodes& nodes) {
   if (members <= 1) return DpChoice{};  // nothing to exchange
   const DpChoice ring = BestProtocol(spec, CollectiveSpec::RING, kind, members, bytes, link, nodes);
-  if (kind != DP_ALL_REDUCE || spec.algorithm() == CollectiveSpec::RING) return ring;  // no tree
+  if (!IsAllReduce(kind) || spec.algorithm() == CollectiveSpec::RING) return ring;  // no tree
   const DpChoice tree = BestProtocol(spec, CollectiveSpec::TREE, kind, members, bytes, link, nodes);
   if (spec.algorithm() == CollectiveSpec::TREE) return tree;
   return tree.time_s < ring.time_s ? tree : ring;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/op_kinds.h"
+
 #include "topology/cluster.h"
 
 namespace megascale {
@@ -21,10 +23,8 @@ constexpr double kFlashBackwardWork = 2.5;
 // Rows of queries (forward) or keys (backward) one CTA of a fused attention kernel takes.
 constexpr double kFlashBlockRows = 128;
 
-bool IsGemm(OpKind k) {
-  return k == QKV_GEMM || k == ATTN_PROJ_GEMM || k == FFN_UP_GEMM || k == FFN_DOWN_GEMM ||
-         k == LM_HEAD;
-}
+bool IsGemm(OpKind k) { return OpKindOf(k).cost == CostClass::kGemm; }
+bool IsAttention(OpKind k) { return OpKindOf(k).cost == CostClass::kAttention; }
 
 }  // namespace
 
@@ -77,7 +77,7 @@ CostModel::CostModel(const ClusterSpec& cluster, CostConstants constants)
 
 double CostModel::ComputeTime(OpKind kind, double flops, double bytes) const {
   const double efficiency =
-      kind == ATTENTION ? constants_.attention_efficiency : constants_.gemm_efficiency;
+      IsAttention(kind) ? constants_.attention_efficiency : constants_.gemm_efficiency;
   const double compute_s = flops > 0 ? flops / (peak_flops_ * efficiency) : 0;
   const double memory_s = bytes > 0 ? bytes / hbm_bytes_per_s_ : 0;
   return std::max(compute_s, memory_s);
@@ -176,7 +176,7 @@ double CostModel::FormulaTime(OpKind kind, Phase phase, const OpShape& shape) co
     for (const GemmDims& g : OpGemms(kind, phase, shape)) t += GemmTime(g.m, g.n, g.k, g.batch);
     return t;
   }
-  if (kind == ATTENTION) return AttentionTime(phase, shape);
+  if (IsAttention(kind)) return AttentionTime(phase, shape);
   const OpCost c = ComputeOpCost(kind, phase, shape);
   // An unfused element-wise op is several kernels: one ramp per pass.
   const double kernels = shape.fused_elementwise ? 1 : kUnfusedElementwisePasses;

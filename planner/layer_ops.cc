@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "planner/op_kinds.h"
+
 namespace megascale {
 namespace {
 
@@ -12,13 +14,8 @@ struct Step {
   Phase phase;
 };
 
-bool IsTpCollective(OpKind k) {
-  return k == TP_ALL_GATHER || k == TP_REDUCE_SCATTER || k == TP_ALL_REDUCE;
-}
-bool IsGemm(OpKind k) {
-  return k == QKV_GEMM || k == ATTN_PROJ_GEMM || k == FFN_UP_GEMM || k == FFN_DOWN_GEMM ||
-         k == LM_HEAD;
-}
+bool IsTpCollective(OpKind k) { return OpKindOf(k).cls == OpClass::kTp; }
+bool IsGemm(OpKind k) { return OpKindOf(k).cost == CostClass::kGemm; }
 
 // The collectives around a TP region. Entering it (before its first GEMM, in either direction):
 // an all-gather with SP, nothing without. Leaving it: a reduce-scatter with SP, an all-reduce
@@ -123,12 +120,11 @@ double MicroBatchHostTime(const Step& st, const OpShape& shape) {
 Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double duration_s, double gpu_s) {
   Op op;
   if (IsTpCollective(st.kind)) {
-    op = MakeOp(st.kind, TP_COMM, st.phase, CLOSED_FORM, duration_s);
+    op = MakeOp(st.kind, st.phase, CLOSED_FORM, duration_s);
     op.set_comm_bytes(TpActivationBytes(ctx.shape));
-    op.set_group(TP_GROUP);
   } else {
     const OpCost c = ComputeOpCost(st.kind, st.phase, ctx.shape);
-    op = MakeOp(st.kind, COMPUTE, st.phase, CLOSED_FORM, duration_s);
+    op = MakeOp(st.kind, st.phase, CLOSED_FORM, duration_s);
     op.set_flops(c.flops);
     op.set_mem_bytes(c.bytes);
   }

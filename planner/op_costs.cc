@@ -1,7 +1,10 @@
 #include "planner/op_costs.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+
+#include "planner/op_kinds.h"
 
 namespace megascale {
 namespace {
@@ -47,52 +50,62 @@ Dims DimsOf(const OpShape& shape) {
 }
 
 // [m x k] x [k x n]: 2mnk FLOPs; reads both operands, writes the result.
-OpCost Gemm(double m, double k, double n) {
-  return {2.0 * m * n * k, kActivationBytes * (m * k + k * n + m * n)};
+OpCost Gemm(const GemmDims& g) {
+  return {2.0 * g.m * g.n * g.k, kActivationBytes * (g.m * g.k + g.k * g.n + g.m * g.n)};
 }
 
-OpCost ForwardCost(OpKind kind, const Dims& d) {
-  const double a = kActivationBytes;
-  switch (kind) {
-    case QKV_GEMM: return Gemm(d.tokens, d.h, d.qkv_out / d.t);
-    case ATTN_PROJ_GEMM: return Gemm(d.tokens, d.h / d.t, d.h);
-    case FFN_UP_GEMM: return Gemm(d.tokens, d.h, d.up / d.t);
-    case FFN_DOWN_GEMM: return Gemm(d.tokens, d.ffn / d.t, d.h);
-    case LM_HEAD: return Gemm(d.tokens, d.h, d.v / d.t);
-    case ATTENTION:
-      // QK^T and the weighted sum, 2 x 2 x s_eff x h per token; FlashAttention-class I/O:
-      // read Q, K, V, write O (unfused: plus the scores, ComputeOpCost).
-      return {4.0 * d.tokens * d.s_eff * d.h / d.t,
-              a * d.tokens * (2.0 * d.h + 2.0 * d.kv_width) / d.t};
-    case LAYERNORM: return {0, 2.0 * a * d.sp_tokens * d.h};       // read x, write y
-    case RESIDUAL_ADD: return {0, 3.0 * a * d.sp_tokens * d.h};    // read two, write one
+// The work of one compute kind, its cost in the op-kind table's sense (planner/op_kinds.h): a
+// GEMM kind by its forward GEMM's dims, the others by their forward FLOPs and bytes; and what the
+// backward costs over the forward. One row a kind; a kind without a row costs nothing here.
+struct KindWork {
+  OpKind kind;
+  GemmDims (*gemm)(const Dims& d);   // GEMM kinds: [m x k] x [k x n] as {m, n, k}
+  OpCost (*forward)(const Dims& d);  // the others
+  double backward;                   // backward FLOPs and bytes over the forward's
+};
+
+constexpr double kAct = kActivationBytes;
+const KindWork kWork[] = {
+    {QKV_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.qkv_out / d.t, d.h}; }, nullptr, 2},
+    {ATTN_PROJ_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.h, d.h / d.t}; }, nullptr, 2},
+    {FFN_UP_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.up / d.t, d.h}; }, nullptr, 2},
+    {FFN_DOWN_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.h, d.ffn / d.t}; }, nullptr, 2},
+    {LM_HEAD, [](const Dims& d) { return GemmDims{d.tokens, d.v / d.t, d.h}; }, nullptr, 2},
+    // QK^T and the weighted sum, 2 x 2 x s_eff x h per token; FlashAttention-class I/O: read Q, K,
+    // V, write O (unfused: plus the scores, ComputeOpCost). Backward: input and weight gradients,
+    // two GEMMs the size of the forward one, as for the GEMM kinds.
+    {ATTENTION, nullptr,
+     [](const Dims& d) {
+       return OpCost{4.0 * d.tokens * d.s_eff * d.h / d.t, kAct * d.tokens * (2.0 * d.h + 2.0 * d.kv_width) / d.t};
+     },
+     2},
+    // Read x, write y; the backward reads x and dy, writes dx.
+    {LAYERNORM, nullptr, [](const Dims& d) { return OpCost{0, 2.0 * kAct * d.sp_tokens * d.h}; }, 1.5},
+    // Read two, write one; the backward passes the gradient on.
+    {RESIDUAL_ADD, nullptr, [](const Dims& d) { return OpCost{0, 3.0 * kAct * d.sp_tokens * d.h}; }, 1},
     // GeLU reads x and writes y; a gated MLP's SiLU-and-multiply reads gate and value, writes one.
-    case GELU: return {0, a * d.tokens * (d.up + d.ffn) / d.t};
-    case EMBEDDING: return {0, 2.0 * a * d.tokens * d.h};          // gather rows, write
-    case CROSS_ENTROPY:
-      // Read bf16 logits, write fp32 softmax (kept for the backward).
-      return {0, (a + 4.0) * d.tokens * d.v / d.t};
-    default: return {};
-  }
-}
+    {GELU, nullptr, [](const Dims& d) { return OpCost{0, kAct * d.tokens * (d.up + d.ffn) / d.t}; }, 1.5},
+    // Gather rows, write.
+    {EMBEDDING, nullptr, [](const Dims& d) { return OpCost{0, 2.0 * kAct * d.tokens * d.h}; }, 1},
+    // Read bf16 logits, write fp32 softmax (kept for the backward).
+    {CROSS_ENTROPY, nullptr, [](const Dims& d) { return OpCost{0, (kAct + 4.0) * d.tokens * d.v / d.t}; }, 1},
+};
 
-bool IsElementwise(OpKind kind) {
-  return kind == LAYERNORM || kind == GELU || kind == RESIDUAL_ADD;
+const KindWork* WorkOf(OpKind kind) {
+  static const std::array<const KindWork*, OpKind_ARRAYSIZE> index = [] {
+    std::array<const KindWork*, OpKind_ARRAYSIZE> by_kind{};
+    for (const KindWork& w : kWork) by_kind[w.kind] = &w;
+    return by_kind;
+  }();
+  return index[kind];
 }
 
 OpCost ComputeOpCostFused(OpKind kind, Phase phase, const Dims& d) {
-  OpCost fwd = ForwardCost(kind, d);
-  if (phase != BACKWARD) return fwd;
-  switch (kind) {
-    case QKV_GEMM: case ATTN_PROJ_GEMM: case FFN_UP_GEMM: case FFN_DOWN_GEMM: case LM_HEAD:
-    case ATTENTION:
-      // Input and weight gradients: two GEMMs the size of the forward one.
-      return {2.0 * fwd.flops, 2.0 * fwd.bytes};
-    case LAYERNORM: case GELU:
-      // Read x and dy, write dx.
-      return {0, 1.5 * fwd.bytes};
-    default: return fwd;
-  }
+  const KindWork* w = WorkOf(kind);
+  if (w == nullptr) return {};
+  const OpCost fwd = w->gemm != nullptr ? Gemm(w->gemm(d)) : w->forward(d);
+  if (phase != BACKWARD || w->backward == 1) return fwd;
+  return {w->backward * fwd.flops, w->backward * fwd.bytes};
 }
 
 }  // namespace
@@ -113,20 +126,14 @@ OpShape OpShapeOf(const ModelSpec& model, const LayoutSpec& layout, int micro_ba
 
 double OpKernels(OpKind kind, Phase phase, const OpShape& shape) {
   const bool backward = phase == BACKWARD;
-  switch (kind) {
-    case TP_ALL_GATHER:
-    case TP_REDUCE_SCATTER:
-    case TP_ALL_REDUCE:
-      return 1;
-    case ATTENTION:
+  const OpKindRow& row = OpKindOf(kind);
+  if (row.cls == OpClass::kTp) return 1;
+  switch (row.cost) {
+    case CostClass::kAttention:
       if (shape.flash_attention) return backward ? 2 : 1;
       // 2 (4) batched GEMMs, the softmax's kernels and the dropout.
       return (backward ? 4 : 2) + UnfusedScorePasses(phase, shape).Kernels();
-    case QKV_GEMM:
-    case ATTN_PROJ_GEMM:
-    case FFN_UP_GEMM:
-    case FFN_DOWN_GEMM:
-    case LM_HEAD:
+    case CostClass::kGemm:
       return static_cast<double>(OpGemms(kind, phase, shape).size());
     default: {
       const double passes = shape.fused_elementwise ? 1 : kUnfusedElementwisePasses;
@@ -137,31 +144,25 @@ double OpKernels(OpKind kind, Phase phase, const OpShape& shape) {
 
 OpCost ComputeOpCost(OpKind kind, Phase phase, const OpShape& shape) {
   OpCost c = ComputeOpCostFused(kind, phase, DimsOf(shape));
-  if (kind == CROSS_ENTROPY && shape.launch_s > 0) {
+  const CostClass cost = OpKindOf(kind).cost;
+  if (cost == CostClass::kLoss && shape.launch_s > 0) {
     const Dims d = DimsOf(shape);
     c.bytes = (phase == BACKWARD ? kEagerCrossEntropyBackwardBytes : kEagerCrossEntropyForwardBytes) *
               d.tokens * d.v / d.t;
   }
-  if (kind == ATTENTION && !shape.flash_attention) {
+  if (cost == CostClass::kAttention && !shape.flash_attention) {
     // The passes over the scores, and the batched GEMMs' score operand written and read back.
     const double scores = AttentionWorkOf(shape).score_elements;
     c.bytes += scores * (UnfusedScorePasses(phase, shape).Bytes() + 2 * kActivationBytes);
   }
-  if (IsElementwise(kind) && !shape.fused_elementwise) c.bytes *= kUnfusedElementwisePasses;
+  if (cost == CostClass::kElementwise && !shape.fused_elementwise) c.bytes *= kUnfusedElementwisePasses;
   return c;
 }
 
 std::vector<GemmDims> OpGemms(OpKind kind, Phase phase, const OpShape& shape) {
-  const Dims d = DimsOf(shape);
-  GemmDims f;
-  switch (kind) {
-    case QKV_GEMM: f = {d.tokens, d.qkv_out / d.t, d.h}; break;
-    case ATTN_PROJ_GEMM: f = {d.tokens, d.h, d.h / d.t}; break;
-    case FFN_UP_GEMM: f = {d.tokens, d.up / d.t, d.h}; break;
-    case FFN_DOWN_GEMM: f = {d.tokens, d.h, d.ffn / d.t}; break;
-    case LM_HEAD: f = {d.tokens, d.v / d.t, d.h}; break;
-    default: return {};
-  }
+  const KindWork* w = WorkOf(kind);
+  if (w == nullptr || w->gemm == nullptr) return {};
+  const GemmDims f = w->gemm(DimsOf(shape));
   if (phase != BACKWARD) return {f};
   // dX = dY W^T: [m x n] x [n x k]; dW = X^T dY: [k x m] x [m x n].
   return {{f.m, f.k, f.n}, {f.k, f.n, f.m}};

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "planner/op_kinds.h"
+
 namespace megascale {
 
 uint32_t ProgramWriter::Add(Op op, const std::vector<uint32_t>& deps) {
@@ -31,13 +33,15 @@ void ProgramWriter::ChainSideBySide(Op a, Op b) {
   frontier_ = {ia, ib};
 }
 
-Op MakeOp(OpKind kind, Lane lane, Phase phase, Timing timing, double duration_s) {
+Op MakeOp(OpKind kind, Phase phase, Timing timing, double duration_s) {
+  const OpKindRow& row = OpKindOf(kind);
   Op op;
   op.set_kind(kind);
-  op.set_lane(lane);
+  op.set_lane(row.lane);
   op.set_phase(phase);
   op.set_timing(timing);
   op.set_duration_s(duration_s);
+  if (row.group != NO_GROUP) op.set_group(row.group);
   return op;
 }
 

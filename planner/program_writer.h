@@ -38,7 +38,8 @@ class ProgramWriter {
   uint32_t seq_[4] = {0, 0, 0, 0};  // by Group
 };
 
-// An op with its kind, lane, phase and timing set; the rest left to the caller.
-Op MakeOp(OpKind kind, Lane lane, Phase phase, Timing timing, double duration_s);
+// An op with its kind, phase and timing set, and its lane and group the kind's
+// (planner/op_kinds.h); the rest left to the caller.
+Op MakeOp(OpKind kind, Phase phase, Timing timing, double duration_s);
 
 }  // namespace megascale

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "planner/memory.h"
+#include "planner/op_kinds.h"
 #include "planner/program_writer.h"
 #include "planner/schedule.h"
 
@@ -130,21 +131,20 @@ class StageBuilder {
 
   Op DpOpOfBytes(OpKind kind, int chunk, double bytes) const {
     const DpChoice choice = in_.layer.cost->DpCollectiveChoice(kind, in_.dp, bytes, in_.dp_link, in_.dp_nodes);
-    Op op = MakeOp(kind, DP_COMM, kind == DP_ALL_GATHER ? FORWARD : BACKWARD, NETWORK, choice.time_s);
+    // A parameter gather serves the forward that follows; a gradient reduction the backward before.
+    const Phase phase = OpKindOf(kind).collective == Collective::kAllGather ? FORWARD : BACKWARD;
+    Op op = MakeOp(kind, phase, NETWORK, choice.time_s);
     op.set_dp_algorithm(choice.algorithm);
     op.set_dp_protocol(ProtocolSetting(choice.protocol.protocol));
     op.set_comm_bytes(bytes);
-    op.set_group(DP_GROUP);
     op.set_chunk(chunk);
     return op;
   }
 
   Op PpOp(OpKind kind, const ScheduleUnit& u, int peer_stage, int sender) const {
     const double seconds = kind == PP_SEND ? in_.pp_send_s[peer_stage] : in_.pp_recv_s[peer_stage];
-    Op op = MakeOp(kind, kind == PP_SEND ? PP_SEND_LANE : PP_RECV_LANE,
-                   u.forward ? FORWARD : BACKWARD, NETWORK, seconds);
+    Op op = MakeOp(kind, u.forward ? FORWARD : BACKWARD, NETWORK, seconds);
     op.set_comm_bytes(PpActivationBytes(in_.layer.shape));
-    op.set_group(PP_GROUP);
     op.set_peer_stage(peer_stage);
     op.set_microbatch(u.microbatch);
     op.set_chunk(u.chunk);
@@ -188,7 +188,7 @@ class StageBuilder {
     for (int c = 0; c < in_.vp; ++c) local_params += ChunkParams(c);
     if (in_.zero_stage >= 1) local_params /= in_.dp;
     const OpCost opt = OptimizerCost(local_params);
-    Op op = MakeOp(OPTIMIZER_STEP, COMPUTE, OPTIMIZER, CLOSED_FORM,
+    Op op = MakeOp(OPTIMIZER_STEP, OPTIMIZER, CLOSED_FORM,
                    in_.layer.cost->OptimizerStepTime(local_params, in_.data_pipeline_overlap) + TiedSyncSeconds());
     op.set_fixed_s(in_.layer.cost->StepFixedTime(in_.data_pipeline_overlap) + TiedSyncSeconds());
     op.set_mem_bytes(opt.bytes);

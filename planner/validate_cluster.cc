@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "planner/op_kinds.h"
 #include "planner/plan.pb.h"
 #include "topology/hardware.h"
 
@@ -81,8 +82,8 @@ Status ResolveCalibration(DeviceCalibration* d) {
     const OpCpuShare& t = d->comm_cpu(i);
     const std::string field = f + "comm_cpu[" + Num(i) + "]";
     OpKind kind;
-    MS_CHECK_FIELD(OpKind_Parse(t.kind(), &kind) && (kind == PP_SEND || kind == PP_RECV || kind == DP_ALL_REDUCE ||
-                                                      kind == DP_REDUCE_SCATTER || kind == DP_ALL_GATHER),
+    MS_CHECK_FIELD(OpKind_Parse(t.kind(), &kind) &&
+                       (OpKindOf(kind).cls == OpClass::kPp || OpKindOf(kind).cls == OpClass::kDp),
                    field + ".kind", "\"" + t.kind() + "\"",
                    "must name a PP or DP op kind of planner/plan.proto (PP_SEND, PP_RECV, DP_REDUCE_SCATTER, ...)");
     MS_CHECK_RANGE(t.share(), 0.0, 1.0, field + ".share", "a core's share while the op is in flight");

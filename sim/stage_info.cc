@@ -4,24 +4,6 @@
 
 namespace megascale {
 
-OpClass ClassOf(OpKind kind) {
-  switch (kind) {
-    case TP_ALL_GATHER:
-    case TP_REDUCE_SCATTER:
-    case TP_ALL_REDUCE:
-      return OpClass::kTp;
-    case PP_SEND:
-    case PP_RECV:
-      return OpClass::kPp;
-    case DP_REDUCE_SCATTER:
-    case DP_ALL_GATHER:
-    case DP_ALL_REDUCE:
-      return OpClass::kDp;
-    default:
-      return OpClass::kCompute;
-  }
-}
-
 Result<StageInfo> PrepareStage(const Plan& plan, int stage) {
   const int pp = plan.layout().pp();
   if (stage >= plan.stages_size()) {
@@ -51,7 +33,12 @@ Result<StageInfo> PrepareStage(const Plan& plan, int stage) {
     if (!(op.duration_s() >= 0)) {
       return Status::BadField(field + ".duration_s", std::to_string(op.duration_s()), "must be >= 0");
     }
-    const OpClass cls = ClassOf(op.kind());
+    const OpKindRow* kind = FindOpKind(op.kind());
+    if (kind == nullptr || kind->cls == OpClass::kHost || kind->cls == OpClass::kOther) {
+      return Status::BadField(field + ".kind", std::to_string(op.kind()),
+                              "must be a kind a training program holds (traces only: HOST_OP, OTHER_COLLECTIVE)");
+    }
+    const OpClass cls = kind->cls;
     if (cls == OpClass::kPp && (op.peer_stage() < 0 || op.peer_stage() >= pp || op.peer_stage() == stage)) {
       return Status::BadField(field + ".peer_stage", std::to_string(op.peer_stage()),
                               "must be another stage in [0, layout.pp)");

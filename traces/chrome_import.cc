@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/op_kinds.h"
 #include "traces/end_order_sink.h"
 #include "traces/trace_import.h"
 
@@ -69,24 +70,6 @@ double Number(const Json& obj, const char* key, int64_t index) {
     Refuse(index, key, *it, "must be a finite number >= 0");
   }
   return it->get<double>();
-}
-
-Group GroupOf(OpKind kind) {
-  switch (kind) {
-    case TP_ALL_GATHER: case TP_REDUCE_SCATTER: case TP_ALL_REDUCE: return TP_GROUP;
-    case PP_SEND: case PP_RECV: return PP_GROUP;
-    case DP_REDUCE_SCATTER: case DP_ALL_GATHER: case DP_ALL_REDUCE: return DP_GROUP;
-    default: return NO_GROUP;
-  }
-}
-
-bool ParsePhase(const std::string& word, Phase* phase) {
-  if (word == "fwd") *phase = FORWARD;
-  else if (word == "bwd") *phase = BACKWARD;
-  else if (word == "recompute") *phase = RECOMPUTE;
-  else if (word == "opt") *phase = OPTIMIZER;
-  else return false;
-  return true;
 }
 
 // Calls `on_element` for every object that carries "ph" (a trace event) and for the otherData
@@ -220,7 +203,7 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
         ++stats.skipped;
         return;
       }
-      ParsePhase(phase_word, &phase);
+      ParsePhaseShortName(phase_word, &phase);
       ev.Clear();
       ev.set_rank(Arg<int>(e, "pid", 0, index, 0, kMaxRanks - 1));
       ev.set_lane(static_cast<Lane>(Arg<int>(e, "tid", 0, index, 0, 1 << 16)));
@@ -236,7 +219,7 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
       ev.set_layer(Arg<int>(args, "layer", -1, index, -1, 1 << 20));
       ev.set_chunk(Arg<int>(args, "chunk", -1, index, -1, 1 << 20));
       ev.set_collective_seq(Arg<uint32_t>(args, "collective_seq", 0, index, 0, UINT32_MAX));
-      const int group = Arg<int>(args, "group", GroupOf(kind), index, 0, 64);
+      const int group = Arg<int>(args, "group", OpKindOf(kind).group, index, 0, 64);
       if (!Group_IsValid(group)) Refuse(index, "args.group", args["group"], "must name a Group (0 to 4)");
       ev.set_group(static_cast<Group>(group));
       if (args.contains("stage")) ev.set_stage(Arg<int>(args, "stage", 0, index, 0, kMaxRanks - 1));

@@ -2,16 +2,6 @@
 
 namespace megascale {
 
-const char* PhaseShortName(Phase phase) {
-  switch (phase) {
-    case FORWARD: return "fwd";
-    case BACKWARD: return "bwd";
-    case RECOMPUTE: return "recompute";
-    case OPTIMIZER: return "opt";
-  }
-  return "phase?";
-}
-
 std::string LaneName(int lane) {
   if (Lane_IsValid(lane)) return Lane_Name(static_cast<Lane>(lane));
   return "lane" + std::to_string(lane);

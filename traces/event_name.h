@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "planner/op_kinds.h"  // PhaseShortName
 #include "traces/trace.pb.h"
 
 namespace megascale {
@@ -14,7 +15,5 @@ std::string EventName(const TraceEvent& event);
 
 // "COMPUTE", "TP_COMM", ...; "lane<N>" for a value this build does not know.
 std::string LaneName(int lane);
-// "fwd", "bwd", "recompute", "opt".
-const char* PhaseShortName(Phase phase);
 
 }  // namespace megascale

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "planner/op_kinds.h"
+
 namespace megascale {
 
 const char* HangCauseName(HangFinding::Cause cause) {
@@ -47,19 +49,6 @@ void HangLocator::OnStatus(const RankStatus& s) {
   waits_.push_back(std::move(w));
 }
 
-namespace {
-
-Group GroupOfKind(OpKind kind) {
-  switch (kind) {
-    case TP_ALL_GATHER: case TP_REDUCE_SCATTER: case TP_ALL_REDUCE: return TP_GROUP;
-    case PP_SEND: case PP_RECV: return PP_GROUP;
-    case DP_REDUCE_SCATTER: case DP_ALL_GATHER: case DP_ALL_REDUCE: return DP_GROUP;
-    default: return NO_GROUP;
-  }
-}
-
-}  // namespace
-
 std::optional<HangLocator::OpInfo> HangLocator::Resolve(const Wait& w, int stage) const {
   std::optional<OpInfo> info = w.op;
   auto it = program_.find(Key(stage, w.op_id));
@@ -77,7 +66,7 @@ std::optional<HangLocator::OpInfo> HangLocator::Resolve(const Wait& w, int stage
   if (!OpKind_Parse(word, &kind)) return std::nullopt;
   OpInfo guess;
   guess.kind = kind;
-  guess.group = GroupOfKind(kind);
+  guess.group = OpKindOf(kind).group;
   return guess;
 }
 

@@ -2,23 +2,26 @@
 
 #include <algorithm>
 
+#include "planner/op_kinds.h"
+
 namespace megascale {
 
 std::optional<uint64_t> PpPairKey(int kind, int phase, int microbatch, int chunk, int group, uint32_t collective_seq,
                                   int stage, int pp, int vp) {
-  if ((kind != PP_SEND && kind != PP_RECV) || pp <= 1) return std::nullopt;
+  if (!KindIs(kind, OpClass::kPp) || pp <= 1) return std::nullopt;
+  const bool send = OpKindOf(static_cast<OpKind>(kind)).collective == Collective::kSend;
   const bool forward = phase != BACKWARD;
   const bool tagged = microbatch >= 0;
   int sender = 0;
   uint64_t index = 0;
   if (tagged) {
     const int gv = std::max(0, chunk) * pp + stage;
-    sender = kind == PP_SEND ? gv : (forward ? gv - 1 : gv + 1);
+    sender = send ? gv : (forward ? gv - 1 : gv + 1);
     if (sender < 0 || sender >= pp * std::max(1, vp)) return std::nullopt;
     index = static_cast<uint64_t>(microbatch);
   } else {
     if (group == NO_GROUP) return std::nullopt;
-    sender = kind == PP_SEND ? stage : (forward ? stage - 1 : stage + 1);
+    sender = send ? stage : (forward ? stage - 1 : stage + 1);
     if (vp > 1) {
       sender = (sender + pp) % pp;
     } else if (sender < 0 || sender >= pp) {

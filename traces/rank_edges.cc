@@ -4,16 +4,21 @@
 #include <cstdint>
 #include <unordered_map>
 
+#include "planner/op_kinds.h"
+
 namespace megascale {
 namespace {
 
 // Ops a compute op consumes: what it waits for whenever they end during its predecessor.
 bool IsInput(int kind) {
-  return kind == PP_RECV || kind == DP_ALL_GATHER || kind == TP_ALL_GATHER ||
-         kind == TP_REDUCE_SCATTER || kind == TP_ALL_REDUCE;
+  const OpKindRow* row = FindOpKind(kind);
+  return row != nullptr && FeedsCompute(*row);
 }
 
-bool IsGradientReduction(int kind) { return kind == DP_REDUCE_SCATTER || kind == DP_ALL_REDUCE; }
+bool IsGradientReduction(int kind) {
+  const OpKindRow* row = FindOpKind(kind);
+  return row != nullptr && megascale::IsGradientReduction(*row);
+}
 
 // Whether a compute op may consume a communication op's result (and so wait for it when it ended
 // while the compute lane idled or during the op before):

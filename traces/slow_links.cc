@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "planner/op_kinds.h"
 #include "traces/median.h"
 #include "traces/pp_pair.h"
 
@@ -68,10 +69,9 @@ void SlowLinkLocator::OnTp(const TraceEvent& e) {
 
 void SlowLinkLocator::OnEvent(const TraceEvent& e, int stage) {
   if (!layout_ || e.rank() < 0 || e.rank() >= layout_->world_size()) return;
-  if (e.group() == DP_GROUP || e.kind() == DP_REDUCE_SCATTER || e.kind() == DP_ALL_GATHER ||
-      e.kind() == DP_ALL_REDUCE) {
+  if (e.group() == DP_GROUP || KindIs(e.kind(), OpClass::kDp)) {
     OnDp(e, stage);
-  } else if (e.kind() == PP_SEND || e.kind() == PP_RECV) {
+  } else if (KindIs(e.kind(), OpClass::kPp)) {
     OnPp(e, stage);
   } else if (e.lane() == TP_COMM) {
     OnTp(e);
@@ -109,7 +109,7 @@ void SlowLinkLocator::OnPp(const TraceEvent& e, int stage) {
   const uint64_t key = (static_cast<uint64_t>(e.step()) << 48) | (replica << kPpPairKeyBits) | *pair_key;
   PpPair& pair = pp_open_[key];
   if (pair.sides.empty()) pair.sides.resize(2 * tp_);
-  const bool send = e.kind() == PP_SEND;
+  const bool send = OpKindOf(e.kind()).collective == Collective::kSend;
   pair.sides[(send ? 0 : tp_) + c.tp] = {e.rank(), e.start_ns(), e.end_ns()};
   if (++(send ? pair.sends : pair.recvs) < tp_ || std::min(pair.sends, pair.recvs) < tp_) return;
   int64_t release = INT64_MIN;

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "planner/layout.h"
+#include "planner/op_kinds.h"
 #include "traces/event_name.h"
 #include "traces/pp_pair.h"
 #include "traces/rank_edges.h"
@@ -187,7 +188,7 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
       const int tp_index = worker_level ? 0 : c.tp;
       const int group = GroupOf(e);
       const uint64_t type = static_cast<uint64_t>(op.type & 0xffff);
-      if ((op.kind == PP_SEND || op.kind == PP_RECV) && pp > 1) {
+      if (KindIs(op.kind, OpClass::kPp) && pp > 1) {
         const std::optional<uint64_t> pair =
             PpPairKey(e.kind, e.phase, e.microbatch, e.chunk, e.group, e.collective_seq, op.stage, pp, vp);
         const uint64_t replica = static_cast<uint64_t>(c.dp) * 4096u + static_cast<uint64_t>(tp_index);

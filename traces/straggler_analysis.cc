@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "planner/metrics.h"
+#include "planner/op_kinds.h"
 #include "traces/format.h"
 #include "traces/median.h"
 
@@ -149,7 +150,7 @@ void StragglerAnalyzer::ComputeIdeal() {
       if (!g.in_collective(i)) continue;
       const int* pair = g.members_begin(op.inst);
       if (!inst_on_link.empty()) on_link_[k][i] = inst_on_link[op.inst];
-      if (op.kind != PP_SEND && op.kind != PP_RECV) continue;
+      if (!KindIs(op.kind, OpClass::kPp)) continue;
       if (g.members_end(op.inst) - pair == 2) partner_[k][i] = WorkerOf(g.ops()[pair[0] == i ? pair[1] : pair[0]]);
     }
   }

@@ -8,10 +8,8 @@
 
 #include <cstring>
 #include <map>
-#include <set>
 #include <vector>
 
-#include "exec/op_handlers.h"
 #include "exec/self_communicator.h"
 #include "tests/exec/tiny_run.h"
 #include "exec/plan_trace_check.h"
@@ -154,21 +152,6 @@ TEST(ProgramInterpreter, AnExecutorThatStraysFromTheProgramStopsNamingBothOps) {
       << run.status().message();
   EXPECT_NE(run.status().message().find("(GELU fwd, micro-batch 0, chunk 0, layer 0)"), std::string::npos)
       << run.status().message();
-}
-
-TEST(OpHandlers, OneRowPerKindAndEveryPlannedKindHasAHandlerThatRunsIt) {
-  std::set<OpKind> kinds;
-  for (const HandlerRow& row : HandlerTable()) EXPECT_TRUE(kinds.insert(row.kind).second) << OpKind_Name(row.kind);
-  for (int k = 0; k < OpKind_descriptor()->value_count(); ++k) {
-    EXPECT_TRUE(kinds.count(static_cast<OpKind>(OpKind_descriptor()->value(k)->number())))
-        << OpKind_descriptor()->value(k)->name() << " has no row";
-  }
-  // The embedding's and the head's TP collectives (layer -1) run like a layer's: the embedding
-  // and the head are vocabulary-parallel, as the plan costs them.
-  Op head_ag;
-  head_ag.set_kind(TP_ALL_GATHER);
-  head_ag.set_layer(-1);
-  EXPECT_EQ(HandlerOf(head_ag), Handler::kModel);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/op_kinds.h"
 #include "planner/plan_builder.h"
 #include "tests/planner/scenarios.h"
 
@@ -50,6 +51,20 @@ TEST_P(ProgramInvariants, IdsAreIndicesAndDepsPointBackwards) {
       EXPECT_GE(op.duration_s(), 0);
       const bool network = op.group() == PP_GROUP || op.group() == DP_GROUP;
       EXPECT_EQ(op.timing(), network ? NETWORK : CLOSED_FORM) << OpKind_Name(op.kind());
+    }
+  }
+}
+
+// Every op sits where its kind's row says (planner/op_kinds.h): its lane, its group, a phase the
+// kind allows, and a kind that a training program holds.
+TEST_P(ProgramInvariants, EveryOpAgreesWithItsKindsRow) {
+  for (const StageProgram& stage : plan_.stages()) {
+    for (const Op& op : stage.ops()) {
+      const OpKindRow& row = OpKindOf(op.kind());
+      EXPECT_EQ(op.lane(), row.lane) << OpKind_Name(op.kind());
+      EXPECT_EQ(op.group(), row.group) << OpKind_Name(op.kind());
+      EXPECT_TRUE(row.allows(op.phase())) << OpKind_Name(op.kind()) << " " << PhaseShortName(op.phase());
+      EXPECT_NE(row.handler, ExecHandler::kNone) << OpKind_Name(op.kind());
     }
   }
 }
