@@ -9,6 +9,7 @@
 #include "planner/search.h"
 #include "planner/search_inverse.h"
 #include "planner/stack_presets.h"
+#include "planner/validate_run.h"
 
 namespace megascale::cli {
 
@@ -47,6 +48,12 @@ Status RunValidate(const ValidateArgs& args) {
     }
     note += stack_set.empty() ? "#   it sets nothing here: the scenario sets every switch itself\n" : "#   it sets:\n";
     for (const std::string& line : stack_set) note += "#     " + line + "\n";
+  }
+  // A scenario with a run block was held to what the executor runs (validation::CheckRunnable);
+  // one without may still be handed to `megascale run`, which would refuse it for the same rule.
+  if (!scenario.has_run() && !scenario.search().enabled()) {
+    const Status runnable = validation::CheckRunnable(scenario.model(), scenario.layout(), scenario.training());
+    if (!runnable.ok()) note += "# megascale run would refuse it (plan and simulate take it): " + runnable.message() + "\n";
   }
   std::string text;
   google::protobuf::TextFormat::PrintToString(scenario, &text);

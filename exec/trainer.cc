@@ -12,6 +12,7 @@
 #include "exec/plan_setup.h"
 #include "exec/program_interpreter.h"
 #include "exec/run_training.h"
+#include "planner/validate_run.h"
 
 namespace megascale {
 namespace exec {
@@ -19,7 +20,9 @@ namespace {
 
 std::string Num(int64_t v) { return std::to_string(v); }
 
-// Checks that need no communication: every rank reaches the same verdict from the same plan.
+// Checks that need no communication: every rank reaches the same verdict from the same plan. The
+// scenario's rules are validation's (CheckRunnable: what `megascale validate` holds a scenario with a
+// run block to); what is left is how the processes were started, and the shape of a hand-made plan.
 Status CheckLaunch(const Plan& plan, const GptConfig& c, int world_size) {
   const LayoutSpec& l = plan.layout();
   if (world_size != plan.world_size()) {
@@ -30,19 +33,12 @@ Status CheckLaunch(const Plan& plan, const GptConfig& c, int world_size) {
     return Status::InvalidInput("the plan needs " + Num(plan.world_size()) + " ranks (TP " + Num(l.tp()) +
                                 " x PP " + Num(l.pp()) + " x DP " + Num(l.dp()) + "); " + started);
   }
+  MS_RETURN_IF_ERROR(validation::CheckRunnable(plan.model(), l, plan.training()));
+  // ResolveLayout's rules, which a plan the planner built holds.
   const int V = l.pp() * l.virtual_stages();
-  if (c.layers % V != 0) {
-    return Status::BadField("model.layers", Num(c.layers),
-                            "must be a multiple of layout.pp x layout.virtual_stages (" + Num(V) + ")");
-  }
-  if (c.heads % l.tp() != 0 || c.kv_heads % l.tp() != 0 || c.ffn % l.tp() != 0) {
-    return Status::BadField("layout.tp", Num(l.tp()), "must divide model.heads, kv_heads and ffn_hidden");
-  }
-  const int64_t rows = static_cast<int64_t>(plan.training().micro_batch()) * c.seq_len;
-  if (l.sequence_parallel() && l.tp() > 1 && rows % l.tp() != 0) {
-    return Status::BadField(
-        "layout.sequence_parallel", "true",
-        "needs training.micro_batch x model.seq_len (" + Num(rows) + ") to be a multiple of layout.tp");
+  if (c.layers % V != 0 || c.heads % l.tp() != 0 || c.kv_heads % l.tp() != 0) {
+    return Status::Internal("a hand-made plan: layout.pp x virtual_stages must divide model.layers and layout.tp "
+                            "model.heads and kv_heads (megascale validate)");
   }
   return Status::Ok();
 }

@@ -6,18 +6,6 @@
 #include "planner/validate_util.h"
 
 namespace megascale {
-namespace validation {
-
-Status ResolveOutputs(OutputSpec* o) {
-  if (!o->chrome_trace().empty() && o->detail() == TRACE_NONE) {
-    return Status::BadField("outputs.chrome_trace", "\"" + o->chrome_trace() + "\"",
-                            "needs outputs.detail: TRACE_OPS (a timeline needs per-operator events)");
-  }
-  o->set_detail(o->detail());
-  return Status::Ok();
-}
-
-}  // namespace validation
 
 Result<Scenario> ResolveScenario(const Scenario& input) {
   Scenario s = input;
@@ -41,7 +29,11 @@ Result<Scenario> ResolveScenario(const Scenario& input) {
   MS_RETURN_IF_ERROR(validation::ResolveSim(s.cluster(), s.mutable_sim()));
   MS_RETURN_IF_ERROR(validation::ResolveOutputs(s.mutable_outputs()));
   // Only a scenario meant for `megascale run` carries the block (others print without it).
-  if (s.has_run()) MS_RETURN_IF_ERROR(validation::ResolveRun(s.faults(), s.reliability(), s.layout(), s.mutable_run()));
+  if (s.has_run()) {
+    RunSpec run = s.run();
+    MS_RETURN_IF_ERROR(validation::ResolveRun(s, &run));
+    *s.mutable_run() = run;
+  }
   if (s.has_reliability()) MS_RETURN_IF_ERROR(validation::ResolveReliability(s.cluster(), s.mutable_reliability()));
   return s;
 }

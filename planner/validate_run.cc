@@ -33,7 +33,34 @@ Status CheckRunFaults(const FaultSpec& f) {
 
 }  // namespace
 
-Status ResolveRun(const FaultSpec& faults, const ReliabilitySpec& reliability, const LayoutSpec& layout, RunSpec* r) {
+Status CheckRunnableModel(const ModelSpec& m) {
+  ModelSpec resolved = m;
+  MS_RETURN_IF_ERROR(ResolveModel(&resolved));
+  // The executor's GPT is GPT-2's MLP (GeLU), without dropout (model.dropout is memory only).
+  MS_CHECK_FIELD(!resolved.gated_mlp(), "model.gated_mlp", std::string("true"),
+                 "the executor runs a GeLU MLP: gated MLPs are planned and simulated only");
+  return Status::Ok();
+}
+
+Status CheckRunnable(const ModelSpec& m, const LayoutSpec& l, const TrainingSpec& t) {
+  MS_RETURN_IF_ERROR(CheckRunnableModel(m));
+  MS_CHECK_FIELD(m.ffn_hidden() % l.tp() == 0, "layout.tp", l.tp(),
+                 "must divide model.ffn_hidden (" + Num(m.ffn_hidden()) + ") to run: each TP rank holds ffn / tp "
+                 "of the MLP's columns");
+  const int64_t rows = static_cast<int64_t>(t.micro_batch()) * m.seq_len();
+  if (l.sequence_parallel() && l.tp() > 1 && rows % l.tp() != 0) {
+    return Status::BadField("layout.sequence_parallel", "true",
+                            "needs training.micro_batch x model.seq_len (" + Num(rows) +
+                                ") to be a multiple of layout.tp (" + Num(l.tp()) + ") to run");
+  }
+  return Status::Ok();
+}
+
+Status ResolveRun(const Scenario& s, RunSpec* r) {
+  const FaultSpec& faults = s.faults();
+  const ReliabilitySpec& reliability = s.reliability();
+  const LayoutSpec& layout = s.layout();
+  MS_RETURN_IF_ERROR(CheckRunnable(s.model(), layout, s.training()));
   MS_RETURN_IF_ERROR(CheckRunFaults(faults));
   if (r->device() != "cpu" && r->device() != "cuda") {
     return Status::BadField("run.device", "\"" + r->device() + "\"", "must be \"cpu\" or \"cuda\"");

@@ -38,6 +38,12 @@ int PodOfSwitch(const topology::FabricShape& s, const topology::VertexProps& v) 
   return -1;  // spines and end points belong to no pod
 }
 
+// A selector ResolveFaults would have refused (its rules are planner/validate_faults.cc's): a spec
+// not resolved by megascale validate, refused rather than indexed out of bounds.
+Status Unresolved(const std::string& what) {
+  return Status::Internal(what + " (faults not resolved by megascale validate)");
+}
+
 }  // namespace
 
 std::vector<int> NicCable(const topology::Cluster& cluster, int gpu) {
@@ -128,30 +134,23 @@ Result<topology::Vertex> SwitchVertex(const topology::Cluster& cluster, SwitchLe
   for (Vertex v = 0; v < boost::num_vertices(g); ++v) {
     if (g[v].kind == kind && g[v].index == index) return v;
   }
-  return Status::BadField(field, std::to_string(index),
-                          "no " + SwitchLevel_Name(level) + " switch with this index in the fabric (" +
-                              std::to_string(cluster.CountVertices(kind)) + " of them)");
+  return Unresolved(field + " = " + std::to_string(index) + ": no " + SwitchLevel_Name(level) +
+                    " switch with this index in the fabric (" + std::to_string(cluster.CountVertices(kind)) +
+                    " of them)");
 }
 
 Result<std::vector<int>> SelectLinks(const topology::Cluster& cluster, const LinkSelector& sel,
                                      const std::string& field) {
   const bool by_rank = sel.rank() >= 0, by_tier = sel.tier() != TIER_NONE;
-  if (by_rank == by_tier) {
-    return Status::BadField(field, sel.ShortDebugString(),
-                            "set exactly one of rank (a GPU's NIC cable) and tier");
+  if (by_rank == by_tier || sel.rank() >= cluster.num_gpus()) {
+    return Unresolved(field + " = {" + sel.ShortDebugString() + "}: names no GPU's NIC cable and no tier of the " +
+                      std::to_string(cluster.num_gpus()) + "-GPU cluster");
   }
-  if (by_rank) {
-    if (sel.rank() >= cluster.num_gpus()) {
-      return Status::BadField(field + ".rank", std::to_string(sel.rank()),
-                              "must be < cluster.num_gpus (" + std::to_string(cluster.num_gpus()) + ")");
-    }
-    return NicCable(cluster, sel.rank());
-  }
+  if (by_rank) return NicCable(cluster, sel.rank());
   MS_ASSIGN_OR_RETURN(topology::FabricShape shape, topology::ComputeFabricShape(cluster.spec()));
   if (sel.pod() >= 0 && (shape.fabric != RAIL_CLOS || sel.pod() >= shape.num_pods)) {
-    return Status::BadField(field + ".pod", std::to_string(sel.pod()),
-                            "must be -1, or a pod of a RAIL_CLOS fabric (< " +
-                                std::to_string(shape.num_pods) + ")");
+    return Unresolved(field + ".pod = " + std::to_string(sel.pod()) + ": no such pod (" +
+                      std::to_string(shape.num_pods) + ")");
   }
   const Graph& g = cluster.graph();
   std::vector<int> ids;
@@ -167,8 +166,8 @@ Result<std::vector<int>> SelectLinks(const topology::Cluster& cluster, const Lin
     ids.push_back(id);
   }
   if (ids.empty()) {
-    return Status::BadField(field + ".tier", LinkTier_Name(sel.tier()),
-                            "selects no link on this fabric (" + Fabric_Name(shape.fabric) + ")");
+    return Unresolved(field + ".tier = " + LinkTier_Name(sel.tier()) + ": selects no link on this fabric (" +
+                      Fabric_Name(shape.fabric) + ")");
   }
   return ids;
 }

@@ -27,13 +27,14 @@ std::vector<int> LinksOfVertex(const topology::Cluster& cluster, topology::Verte
 // The GPUs whose NIC is cabled to switch `tor`, ascending.
 std::vector<int> GpusUnderTor(const topology::Cluster& cluster, topology::Vertex tor);
 
-// The aggregation switch (SWITCH_AGG) or spine (SWITCH_SPINE) with per-tier index `index`;
-// InvalidInput naming `field` if the fabric has no such switch.
+// The aggregation switch (SWITCH_AGG) or spine (SWITCH_SPINE) with per-tier index `index`.
+// REQUIRES: a resolved scenario's (ResolveFaults checks the switch exists); an internal error naming
+// `field` otherwise.
 Result<topology::Vertex> SwitchVertex(const topology::Cluster& cluster, SwitchLevel level, int index,
                                       const std::string& field);
 
-// The directed links `selector` names (faults.proto LinkSelector), ascending. `field` names the
-// selector in error messages (InvalidInput naming field, value and rule).
+// The directed links `selector` names (faults.proto LinkSelector), ascending. REQUIRES: a resolved
+// scenario's selector (ResolveFaults owns the rules); an internal error naming `field` otherwise.
 Result<std::vector<int>> SelectLinks(const topology::Cluster& cluster, const LinkSelector& selector,
                                      const std::string& field);
 

@@ -15,9 +15,12 @@ double LastHeartbeat(double t, double interval_s) {
 
 namespace {
 
+// A rank the fault plan indexes by: a resolved scenario's are the cluster's (ResolveFaults); one
+// from an unresolved spec is refused, not indexed out of bounds.
 Status CheckRank(int rank, int n, const std::string& field) {
   if (rank < 0 || rank >= n) {
-    return Status::BadField(field, std::to_string(rank), "must be in [0, " + std::to_string(n) + ")");
+    return Status::Internal(field + " = " + std::to_string(rank) + ": outside the cluster's " + std::to_string(n) +
+                            " GPUs (faults not resolved by megascale validate)");
   }
   return Status::Ok();
 }
@@ -128,14 +131,7 @@ Result<FaultPlan> MakeFaultPlan(const FaultSpec& faults, const SimSpec& sim,
   plan.node_failure.assign(n, false);
   for (int i = 0; i < faults.stragglers_size(); ++i) {
     const Straggler& s = faults.stragglers(i);
-    const std::string field = "faults.stragglers[" + std::to_string(i) + "]";
-    if (s.rank() < 0 || s.rank() >= n) {
-      return Status::BadField(field + ".rank", std::to_string(s.rank()),
-                              "must be in [0, " + std::to_string(n) + ")");
-    }
-    if (!(s.speed() > 0 && s.speed() <= 1)) {
-      return Status::BadField(field + ".speed", std::to_string(s.speed()), "must be in (0, 1]");
-    }
+    MS_RETURN_IF_ERROR(CheckRank(s.rank(), n, "faults.stragglers[" + std::to_string(i) + "].rank"));
     // Two entries for one GPU: the slower one wins.
     plan.speed[s.rank()] = std::min(plan.speed[s.rank()], s.speed());
   }
@@ -144,14 +140,7 @@ Result<FaultPlan> MakeFaultPlan(const FaultSpec& faults, const SimSpec& sim,
   }
   for (int i = 0; i < faults.failures_size(); ++i) {
     const Failure& f = faults.failures(i);
-    const std::string field = "faults.failures[" + std::to_string(i) + "]";
-    if (f.rank() < 0 || f.rank() >= n) {
-      return Status::BadField(field + ".rank", std::to_string(f.rank()),
-                              "must be in [0, " + std::to_string(n) + ")");
-    }
-    if (!(f.time_s() >= 0)) {
-      return Status::BadField(field + ".time_s", std::to_string(f.time_s()), "must be >= 0");
-    }
+    MS_RETURN_IF_ERROR(CheckRank(f.rank(), n, "faults.failures[" + std::to_string(i) + "].rank"));
     int first = f.rank(), last = f.rank();
     if (f.kind() == NODE_FAILURE) {
       first = cluster.node_of(f.rank()) * cluster.gpus_per_node();

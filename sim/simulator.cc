@@ -22,22 +22,19 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
+// What the actors index by: a plan the planner built from a resolved scenario holds it (the
+// scenario's rules are planner/validate*.cc's); a hand-made one is refused, not run out of bounds.
 Status CheckPlan(const Plan& plan, const topology::Cluster& cluster) {
   const LayoutSpec& l = plan.layout();
-  if (l.tp() <= 0 || l.pp() <= 0 || l.dp() <= 0) {
-    return Status::BadField("plan.layout", l.ShortDebugString(), "tp, pp and dp must be > 0");
-  }
   const int64_t world = static_cast<int64_t>(l.tp()) * l.pp() * l.dp();
-  if (world > cluster.num_gpus()) {
-    return Status::BadField("plan.layout", std::to_string(world) + " ranks",
-                            "must fit the cluster's " + std::to_string(cluster.num_gpus()) + " GPUs");
-  }
-  if (plan.stages_size() != l.pp()) {
-    return Status::BadField("plan.stages_size", std::to_string(plan.stages_size()),
-                            "must equal layout.pp (" + std::to_string(l.pp()) + ")");
-  }
-  if (plan.training().steps() <= 0) {
-    return Status::BadField("plan.training.steps", std::to_string(plan.training().steps()), "must be > 0");
+  if (l.tp() <= 0 || l.pp() <= 0 || l.dp() <= 0 || world > cluster.num_gpus() || plan.stages_size() != l.pp() ||
+      plan.training().steps() <= 0) {
+    return Status::Internal("a hand-made plan: layout " + l.ShortDebugString() + ", " +
+                            std::to_string(plan.stages_size()) + " stage programs and " +
+                            std::to_string(plan.training().steps()) + " steps on " +
+                            std::to_string(cluster.num_gpus()) +
+                            " GPUs (a plan needs tp, pp, dp > 0 that fit the cluster, a program per stage and "
+                            "steps > 0)");
   }
   return Status::Ok();
 }
@@ -61,14 +58,7 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   MS_ASSIGN_OR_RETURN(topology::Cluster cluster, topology::Cluster::Build(plan.cluster()));
   MS_RETURN_IF_ERROR(CheckPlan(plan, cluster));
   MS_ASSIGN_OR_RETURN(FaultPlan faults, MakeFaultPlan(resolved.faults(), resolved.sim(), cluster));
-  const SimSpec& sim = resolved.sim();
-  if (!(sim.collective_timeout_s() > 0)) {
-    return Status::BadField("sim.collective_timeout_s", std::to_string(sim.collective_timeout_s()), "must be > 0");
-  }
-  if (!(sim.heartbeat_interval_s() > 0) || sim.heartbeat_timeout_s() < sim.heartbeat_interval_s()) {
-    return Status::BadField("sim.heartbeat_timeout_s", std::to_string(sim.heartbeat_timeout_s()),
-                            "interval must be > 0 and timeout >= interval");
-  }
+  const SimSpec& sim = resolved.sim();  // its timeouts hold ResolveSim's rules (REQUIRES)
 
   SimWorld world(plan, cluster, sim, std::move(faults), sink);
   world.ecmp_flow_id = sim.seed();

@@ -73,6 +73,22 @@ TEST(Run, CudaWithoutCudaNamesRunDevice) {
   ExpectOneError(r, {"run.device = cuda", exec::CudaBuilt() ? "no NVIDIA GPU is visible" : "built without CUDA"});
 }
 
+// What the executor cannot run (validation::CheckRunnable): `validate` refuses a scenario with a run
+// block for it, says so of one without, and `run` refuses either with the same line.
+TEST(Run, WhatTheExecutorCannotRunValidateRefusesToo) {
+  const std::string gated = Replace(kOneRank, "vocab: 256 }", "vocab: 256 gated_mlp: true }");
+  const std::vector<std::string> rule = {"model.gated_mlp = true", "GeLU MLP"};
+  ExpectOneError(RunCli("validate " + WriteTemp("run_gated.textproto", gated)), rule);
+  ExpectOneError(RunCli("run -q " + WriteTemp("run_gated2.textproto", gated)), rule);
+  const std::string no_run = WriteTemp("run_gated_norun.textproto", Replace(gated, "run { lr: 3e-3 }", ""));
+  auto v = RunCli("validate " + no_run);
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("# megascale run would refuse it (plan and simulate take it): model.gated_mlp = true"),
+            std::string::npos)
+      << v.out;
+  ExpectOneError(RunCli("run -q " + no_run), rule);
+}
+
 TEST(Run, UnknownDeviceIsRejectedByValidation) {
   ExpectOneError(RunCli("run " + With("device: \"tpu\"", "run_tpu.textproto")),
                  {"run.device = \"tpu\"", "must be \"cpu\" or \"cuda\""});

@@ -211,5 +211,28 @@ TEST(FaultSpec, PlanHasTheLinksTheTimelineAndTheOwnFlows) {
   EXPECT_DOUBLE_EQ(plan->background[0].latency_s, c->RouteLatency(c->Route(0, 511, 0)));
 }
 
+// A spec that skipped validation (a hand-made one) is refused as an internal error naming the
+// field, not indexed out of bounds; the rules themselves are validation's (RulesNameFieldValueAndRule).
+TEST(FaultSpec, AnUnresolvedSpecIsAnInternalErrorNotAnOutOfBoundsIndex) {
+  Result<Scenario> s = Resolve("");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Result<topology::Cluster> c = topology::Cluster::Build(s->cluster());
+  ASSERT_TRUE(c.ok());
+  FaultSpec faults;
+  faults.add_stragglers()->set_rank(512);
+  Result<FaultPlan> plan = MakeFaultPlan(faults, s->sim(), *c);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), Status::Code::kInternal);
+  EXPECT_NE(plan.status().message().find("faults.stragglers[0].rank = 512"), std::string::npos)
+      << plan.status().message();
+  faults.Clear();
+  faults.add_degraded_links()->mutable_links()->set_rank(600);
+  plan = MakeFaultPlan(faults, s->sim(), *c);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), Status::Code::kInternal);
+  EXPECT_NE(plan.status().message().find("faults.degraded_links[0].links"), std::string::npos)
+      << plan.status().message();
+}
+
 }  // namespace
 }  // namespace megascale
