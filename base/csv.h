@@ -1,6 +1,6 @@
 // RFC 4180 CSV text as rows of named cells: the reference files' reader (../shared/reference,
 // tests/planner/data). Whole text in memory: for files of a few thousand rows, not for traces
-// (traces/timer_rows.h streams those). Pure functions; thread-safe.
+// (traces/import/timer_rows.h streams those). Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>

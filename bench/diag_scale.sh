@@ -9,11 +9,14 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
 mb="${2:-32}"
 steps="${3:-10}"
-[[ -x "$build/megascale" && -f "$build/libms_traces.a" ]] || { echo "build megascale in '$build' first" >&2; exit 1; }
+# The trace format's library and the planner's, top layer first (static libraries link in order).
+libs=("$build"/libms_traces_format.a "$build"/libms_planner_{fit,search,program,cost,spec}.a "$build"/libms_topology.a
+      "$build"/libms_base.a "$build"/libms_proto.a)
+[[ -x "$build/megascale" && -f "${libs[0]}" ]] || { echo "build megascale in '$build' first" >&2; exit 1; }
 gen="$build/diag_trace_gen"
-if [[ ! -x "$gen" || "$root/bench/diag_trace_gen.cc" -nt "$gen" || "$build/libms_traces.a" -nt "$gen" ]]; then
+if [[ ! -x "$gen" || "$root/bench/diag_trace_gen.cc" -nt "$gen" || "${libs[0]}" -nt "$gen" ]]; then
   g++ -std=c++17 -O2 -Wall -Wextra -I"$root" -I"$build/gen" "$root/bench/diag_trace_gen.cc" -o "$gen" \
-    "$build/libms_traces.a" "$build/libms_planner.a" "$build/libms_base.a" "$build/libms_proto.a" -lprotobuf -lpthread
+    "${libs[@]}" -lprotobuf -lpthread
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

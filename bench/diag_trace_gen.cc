@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/layout.h"
-#include "traces/trace_io.h"
+#include "planner/spec/layout.h"
+#include "traces/format/trace_io.h"
 
 using namespace megascale;
 

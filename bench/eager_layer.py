@@ -19,7 +19,7 @@ For each (hidden, TP, micro-batch) it measures, per layer and micro-batch, for t
            GPU keeps up);
   gpu_s    the profiler's kernel durations, summed;
   kernels  the number of kernels the pass launched.
-The planner prices a pass as max(host, GPU) (planner/layer_ops.cc HostBoundStretch): the table
+The planner prices a pass as max(host, GPU) (planner/program/layer_ops.cc HostBoundStretch): the table
 holds that, and host + GPU, against wall. It fits nothing and asserts nothing.
 
 Usage: bench/eager_layer.py OUT.json [--device cuda] [--hidden 1024,2048] [--tp 1,2,4,8]

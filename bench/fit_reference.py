@@ -3,9 +3,9 @@
 it, so that a fit that only memorises shows (issue 18, item 5): layout.kernels.launch_us (default)
 or layout.kernels.micro_batch_host_us (--knob), the other held at the stack's value.
 
-launch_us is the host's time to issue one kernel in eager PyTorch (planner/stack_presets.cc,
+launch_us is the host's time to issue one kernel in eager PyTorch (planner/spec/stack_presets.cc,
 kEagerLaunchUs): it sets the floor of narrow per-GPU shapes, where a pass's kernels take the GPU
-less time than the host takes to launch them (planner/layer_ops.h). micro_batch_host_us is the
+less time than the host takes to launch them (planner/program/layer_ops.h). micro_batch_host_us is the
 host's work per micro-batch at each end of the pipeline (the batch, the loss) that the GPU waits
 for (kEagerMicroBatchHostUs). Only the single-node file
 (../shared/reference/vtrain-single-node-a100.csv) constrains it: the multi-node rows of

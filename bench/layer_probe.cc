@@ -12,8 +12,8 @@
 #include <string>
 
 #include "bench/probe_scenario.h"
-#include "planner/op_costs.h"
-#include "planner/plan_builder.h"
+#include "planner/cost/op_costs.h"
+#include "planner/program/plan_builder.h"
 
 namespace ms = megascale;
 

@@ -25,16 +25,18 @@ except ValueError:
 probe_build() {
   local root="$1" build="$2" name="$3"
   local probe="$build/$name"
-  [[ -f "$build/libms_planner.a" ]] || { echo "build megascale in '$build' first" >&2; return 1; }
+  # The planner's layers, top first (static libraries link in order), and what they stand on.
+  local libs=("$build"/libms_planner_{fit,search,program,cost,spec}.a "$build"/libms_topology.a "$build"/libms_base.a
+              "$build"/libms_proto.a)
+  [[ -f "${libs[0]}" ]] || { echo "build megascale in '$build' first" >&2; return 1; }
   local source
   local stale=0
   [[ -x "$probe" ]] || stale=1
-  for source in "$root/bench/$name.cc" "$root/bench/probe_scenario.h" "$build/libms_planner.a"; do
+  for source in "$root/bench/$name.cc" "$root/bench/probe_scenario.h" "${libs[@]:0:5}"; do
     [[ "$source" -nt "$probe" ]] && stale=1
   done
   if [[ $stale == 1 ]]; then
     g++ -std=c++17 -O2 -Wall -Wextra -I"$root" -I"$build/gen" "$root/bench/$name.cc" -o "$probe" \
-      "$build/libms_planner.a" "$build/libms_topology.a" "$build/libms_base.a" "$build/libms_proto.a" \
-      -lprotobuf -lpthread
+      "${libs[@]}" -lprotobuf -lpthread
   fi
 }

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 
 namespace megascale::bench {
 

@@ -3,11 +3,11 @@
 
 It builds the model that `megascale plan SCENARIO --json` describes (its "model" object: layers,
 hidden, heads, kv_heads, ffn_hidden, seq_len, vocab, parallel_block, sliding_window), the way
-exec/gpt.h does (pre-LayerNorm blocks, learned positions, GeLU MLP, LM head tied to the token
+exec/model/gpt.h does (pre-LayerNorm blocks, learned positions, GeLU MLP, LM head tied to the token
 embedding), and trains it with AdamW on fp32 master weights under bf16 autocast, in two modes:
 eager with scaled_dot_product_attention, and torch.compile of the same module. MFU uses the
 plan's model_flops_per_step and peak_tflops, so both sides of the comparison count FLOPs with one
-function (planner/metrics.h), not two.
+function (planner/cost/metrics.h), not two.
 
 Usage (bench/gpu_vs_pytorch.sh runs it beside `megascale run`):
   megascale plan SCENARIO --json > plan.json
@@ -55,7 +55,7 @@ def build_model(torch, m):
             self.up = nn.Linear(C, FF)
             self.down = nn.Linear(FF, C)
             if window > 0:
-                # Keys in (t - window, t]: as exec/attention.h masks them.
+                # Keys in (t - window, t]: as exec/model/attention.h masks them.
                 i = torch.arange(T)
                 mask = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - window)
                 self.register_buffer("mask", mask, persistent=False)

@@ -1,6 +1,6 @@
 // The cost model's per-kernel predictions over a grid of transformer-layer shapes, for
 // bench/shape_check.py to time on a real GPU: every GEMM a layer's GEMM ops run on one GPU
-// (planner/op_costs.h OpGemms, forward and backward), its fused attention and its LayerNorm, at
+// (planner/cost/op_costs.h OpGemms, forward and backward), its fused attention and its LayerNorm, at
 // hidden 1,024-12,288, TP 1-8 (one GPU's share: the collectives are not timed) and micro-batch 1-4;
 // and unfused attention at vTrain's shapes.
 // Each line of the output is one JSON object: the kernel's shape and CostModel's time for it.
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "bench/probe_scenario.h"
-#include "planner/cost_model.h"
-#include "planner/op_costs.h"
+#include "planner/cost/cost_model.h"
+#include "planner/cost/op_costs.h"
 
 namespace ms = megascale;
 

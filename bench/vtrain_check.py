@@ -2,7 +2,7 @@
 """The planner against vTrain's 1,440 measured single-node A100 runs (issue 18's narrow shapes).
 
 ../shared/reference/vtrain-single-node-a100.csv (its README gives the stack): each row becomes a
-scenario by fixed rules (bench/vtrain_scenario.tmpl, which planner/vtrain_runs.cc compiles in),
+scenario by fixed rules (planner/fit/vtrain_scenario.tmpl, which planner/fit/vtrain_runs.cc compiles in),
 no per-row knob: stack "megatron-deepspeed" (fused element-wise kernels,
 no FlashAttention, nothing overlapped: the DP all-reduce after the backward, i.e. no gradient
 buckets), full activation recomputation, 1F1B, no ZeRO, GPT-2's vocabulary, one A100 node of up to
@@ -48,11 +48,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSV = os.path.join(ROOT, "..", "shared", "reference", "vtrain-single-node-a100.csv")
 
 
-TEMPLATE = os.path.join(ROOT, "bench", "vtrain_scenario.tmpl")
+TEMPLATE = os.path.join(ROOT, "planner", "fit", "vtrain_scenario.tmpl")
 
 
 def scenario_fields(row, i):
-    """The template's fields for row `i` (planner/vtrain_runs.cc fills the same ones)."""
+    """The template's fields for row `i` (planner/fit/vtrain_runs.cc fills the same ones)."""
     gpus = int(row["# GPUs"])
     return {"index": i, "gpus": gpus, "gpus_per_node": min(gpus, 8), "layers": row["# layers"],
             "hidden": row["hidden size"], "heads": row["attention heads"], "seq": row["sequence length"],
@@ -62,13 +62,13 @@ def scenario_fields(row, i):
 
 @functools.lru_cache(maxsize=1)
 def template():
-    """bench/vtrain_scenario.tmpl, read once."""
+    """planner/fit/vtrain_scenario.tmpl, read once."""
     with open(TEMPLATE) as f:
         return string.Template(f.read())
 
 
 def scenario(row, i, knobs=None):
-    """The row's scenario, by bench/vtrain_scenario.tmpl's rules; `knobs` (layout.kernels fields:
+    """The row's scenario, by planner/fit/vtrain_scenario.tmpl's rules; `knobs` (layout.kernels fields:
     launch_us, micro_batch_host_us) override the stack's."""
     set_ = " ".join(f"{k}: {v}" for k, v in (knobs or {}).items() if v is not None)
     return template().substitute(scenario_fields(row, i), kernels=f"kernels {{ {set_} }} " if set_ else "")

@@ -160,7 +160,7 @@ int Main(int argc, char** argv) {
   run_cmd->add_flag("-q,--quiet", run.quiet, "No per-step progress lines on stderr");
   run_cmd->add_option("--dump-first-step", run.dump_first_step,
                       "Write the first step's batch, parameters, loss and gradients here (rank 0; "
-                      "layout.zero_stage 0), for bench/torch_oracle.py");
+                      "layout.zero_stage 0), for tests/oracle/torch_oracle.py");
   run_cmd->add_option("--heartbeat", run.heartbeat,
                       "Send heartbeats to this host:port (megascale launch passes it)");
   run_cmd->add_option("--attempt", run.attempt, "The launch attempt, 0 first (megascale launch passes it)");

@@ -1,5 +1,5 @@
 // `megascale calibrate SCENARIO...`: measures the device at hand under the launcher's ranks
-// (exec/calibrate.h), fits the cost model's figures to it (planner/calibration_fit.h) and writes a
+// (exec/train/calibrate.h), fits the cost model's figures to it (planner/fit/calibration_fit.h) and writes a
 // calibration file that `plan` and `simulate` read (--calibration, or cluster.calibration_file)
 // to predict a run on this device (docs/calibrate.md).
 #include <unistd.h>
@@ -16,16 +16,16 @@
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
-#include "exec/calibrate.h"
-#include "exec/core_pools.h"
-#include "exec/device_factory.h"
-#include "exec/parallel_groups.h"
-#include "planner/calibration_fit.h"
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
-#include "traces/median.h"
-#include "traces/trace_io.h"
+#include "exec/parallel/parallel_groups.h"
+#include "exec/runtime/core_pools.h"
+#include "exec/runtime/device_factory.h"
+#include "exec/train/calibrate.h"
+#include "planner/fit/calibration_fit.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
+#include "traces/analysis/median.h"
+#include "traces/format/trace_io.h"
 
 namespace megascale::cli {
 namespace {
@@ -134,7 +134,7 @@ void PrintFit(const CalibrationFit& fit) {
 // Each timed (or traced) run's step beside the planner's prediction of it from the fit just made:
 // how well the fit reproduces the very run it is of (a run later on the same device may differ by
 // the device's drift, which this cannot show; bench/calibrate_check.sh measures both). The median
-// is traces/median.h's, as bench/calibrate_check.sh takes a run's.
+// is traces/analysis/median.h's, as bench/calibrate_check.sh takes a run's.
 Status PrintSelfCheck(const CalibrateArgs& args, const std::vector<Scenario>& raws,
                       const std::vector<std::vector<double>>& step_seconds, const DeviceCalibration& fitted) {
   for (size_t i = 0; i < step_seconds.size() && i < raws.size(); ++i) {

@@ -1,12 +1,12 @@
-// `megascale compare PREDICTED MEASURED`: two traces of one plan, op by op (traces/trace_compare.h).
+// `megascale compare PREDICTED MEASURED`: two traces of one plan, op by op (traces/analysis/trace_compare.h).
 #include <iostream>
 
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
-#include "cli/torn_trace_reads.h"
-#include "traces/compare_report.h"
-#include "traces/trace_compare.h"
+#include "traces/analysis/torn_trace_reads.h"
+#include "traces/analysis/trace_compare.h"
+#include "traces/report/compare_report.h"
 
 namespace megascale::cli {
 

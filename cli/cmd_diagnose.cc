@@ -10,14 +10,14 @@
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
-#include "cli/torn_trace_reads.h"
-#include "traces/chrome_export.h"
-#include "traces/compare_report.h"
-#include "traces/diagnose_input.h"
-#include "traces/html_report.h"
-#include "traces/ideal_timeline.h"
-#include "traces/rank_view.h"
-#include "traces/trace_compare.h"
+#include "traces/analysis/diagnose_input.h"
+#include "traces/analysis/ideal_timeline.h"
+#include "traces/analysis/torn_trace_reads.h"
+#include "traces/analysis/trace_compare.h"
+#include "traces/report/chrome_export.h"
+#include "traces/report/compare_report.h"
+#include "traces/report/html_report.h"
+#include "traces/report/rank_view.h"
 
 namespace megascale::cli {
 namespace {

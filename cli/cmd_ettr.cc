@@ -1,6 +1,6 @@
 // `megascale ettr SCENARIO`: weeks of training under the scenario's failure process; the
 // effective training time ratio against the checkpoint interval, its best interval and
-// Young's/Daly's (sim/ettr_experiment.h).
+// Young's/Daly's (sim/ettr/ettr_experiment.h).
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -11,8 +11,8 @@
 #include "cli/commands.h"
 #include "cli/file_args.h"
 #include "cli/views.h"
-#include "planner/validate.h"
-#include "sim/ettr_experiment.h"
+#include "planner/spec/validate.h"
+#include "sim/ettr/ettr_experiment.h"
 
 namespace megascale::cli {
 namespace {

@@ -1,5 +1,5 @@
 // `megascale fit`: the cost model's per-GPU constants fitted on the published runs of a reference
-// folder (planner/reference_fit.h), printed beside the stored ones with each file's error under
+// folder (planner/fit/reference_fit.h), printed beside the stored ones with each file's error under
 // both; with --loso, each source held out in turn (issue 18, item 5; docs/calibration.md).
 #include <algorithm>
 #include <cstdio>
@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "planner/calibration.h"
-#include "planner/published_runs.h"
-#include "planner/reference_fit.h"
-#include "planner/vtrain_runs.h"
+#include "planner/cost/calibration.h"
+#include "planner/fit/published_runs.h"
+#include "planner/fit/reference_fit.h"
+#include "planner/fit/vtrain_runs.h"
 
 namespace megascale::cli {
 namespace {
@@ -214,7 +214,7 @@ Status RunFit(const FitArgs& args) {
     return Status::InvalidInput("--reference " + args.reference + ": no rows to fit of " +
                                 (args.gpu.empty() ? "any stored GPU type (" + names + ")" : args.gpu));
   }
-  std::printf("\nThe stored constants live in planner/calibration.cc; a fit is stored there by hand, after review "
+  std::printf("\nThe stored constants live in planner/cost/calibration.cc; a fit is stored there by hand, after review "
               "(docs/calibration.md, \"The stored fit\").\n");
   return Status::Ok();
 }

@@ -1,8 +1,8 @@
 // `megascale launch SCENARIO`: the training driver (MegaScale section 4.1; docs/run.md,
 // "Failures"). It starts `megascale run` under the launcher (mpirun), takes the ranks' heartbeats
-// over UDP (exec/heartbeat.h) and ends the attempt when a rank is lost (silent past
+// over UDP (exec/runtime/heartbeat.h) and ends the attempt when a rank is lost (silent past
 // sim.heartbeat_timeout_s), when a rank's watchdog fires, or when the launcher ends the job (a
-// process died); it names the culprit (cli/job_monitor.h) with its last step and op, kills every
+// process died); it names the culprit (exec/driver/job_monitor.h) with its last step and op, kills every
 // process of the attempt, and starts the next one, which resumes from the newest complete
 // checkpoint (run.checkpoint), up to --retries. A run that fails on bad input (exit 2) is not
 // retried. The report: every attempt, the lost time and the measured ETTR.
@@ -25,15 +25,15 @@
 #include "base/steady_clock.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
-#include "cli/job_monitor.h"
-#include "cli/launched_job.h"
-#include "cli/trace_salvage.h"
 #include "cli/views.h"
-#include "exec/heartbeat.h"
-#include "planner/op_kinds.h"
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "sim/ettr.h"
+#include "exec/driver/job_monitor.h"
+#include "exec/driver/launched_job.h"
+#include "exec/runtime/heartbeat.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/op_kinds.h"
+#include "planner/spec/scenario_io.h"
+#include "sim/ettr/ettr.h"
+#include "traces/import/trace_salvage.h"
 
 namespace megascale::cli {
 namespace {

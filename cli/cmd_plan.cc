@@ -3,10 +3,10 @@
 
 #include "cli/commands.h"
 #include "cli/views.h"
-#include "planner/plan_builder.h"
-#include "planner/search.h"
-#include "planner/search_inverse.h"
-#include "traces/format.h"
+#include "planner/program/plan_builder.h"
+#include "planner/search/search.h"
+#include "planner/search/search_inverse.h"
+#include "traces/format/figure_text.h"
 
 namespace megascale::cli {
 namespace {

@@ -1,25 +1,25 @@
-// `megascale run SCENARIO`: trains the scenario's plan for real (exec/run_training.h) on the ranks
+// `megascale run SCENARIO`: trains the scenario's plan for real (exec/train/run_training.h) on the ranks
 // the launcher started, with the run block's device, data and hyper-parameters (docs/run.md).
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <numeric>
 
+#include "base/signal_cleanup.h"
 #include "cli/commands.h"
 #include "cli/file_args.h"
 #include "cli/views.h"
-#include "base/signal_cleanup.h"
-#include "exec/device_factory.h"
-#include "exec/heartbeat.h"
-#include "exec/mpi_communicator.h"
-#include "exec/parallel_groups.h"
-#include "exec/run_spec.h"
-#include "exec/run_training.h"
-#include "exec/slowed_device.h"
-#include "exec/step_dump.h"
-#include "planner/metrics.h"
-#include "planner/plan_builder.h"
-#include "traces/trace_io.h"
+#include "exec/parallel/parallel_groups.h"
+#include "exec/runtime/device_factory.h"
+#include "exec/runtime/heartbeat.h"
+#include "exec/runtime/mpi_communicator.h"
+#include "exec/runtime/slowed_device.h"
+#include "exec/train/run_spec.h"
+#include "exec/train/run_training.h"
+#include "exec/train/step_dump.h"
+#include "planner/cost/metrics.h"
+#include "planner/program/plan_builder.h"
+#include "traces/format/trace_io.h"
 
 namespace megascale::cli {
 namespace {

@@ -5,12 +5,12 @@
 #include "cli/commands.h"
 #include "cli/file_args.h"
 #include "cli/views.h"
-#include "planner/plan_builder.h"
+#include "planner/program/plan_builder.h"
 #include "sim/simulator.h"
-#include "traces/chrome_export.h"
-#include "traces/diagnosis.h"
-#include "traces/format.h"
-#include "traces/trace_io.h"
+#include "traces/analysis/diagnosis.h"
+#include "traces/format/figure_text.h"
+#include "traces/format/trace_io.h"
+#include "traces/report/chrome_export.h"
 
 namespace megascale::cli {
 namespace {

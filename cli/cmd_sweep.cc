@@ -9,8 +9,8 @@
 #include "cli/file_args.h"
 #include "cli/svg_plot.h"
 #include "cli/views.h"
-#include "planner/search.h"
-#include "planner/search_sweep.h"
+#include "planner/search/search.h"
+#include "planner/search/search_sweep.h"
 
 namespace megascale::cli {
 namespace {

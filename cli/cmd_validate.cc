@@ -4,12 +4,12 @@
 
 #include "cli/commands.h"
 #include "cli/views.h"
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/search.h"
-#include "planner/search_inverse.h"
-#include "planner/stack_presets.h"
-#include "planner/validate_run.h"
+#include "planner/program/plan_builder.h"
+#include "planner/search/search.h"
+#include "planner/search/search_inverse.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/stack_presets.h"
+#include "planner/spec/validate_run.h"
 
 namespace megascale::cli {
 

@@ -40,7 +40,7 @@ Status RunSimulate(const SimulateArgs& args);
 
 struct DiagnoseArgs {
   std::string trace;
-  std::string format = "auto";  // auto|trace|chrome|csv|jsonl (traces/trace_import.h)
+  std::string format = "auto";  // auto|trace|chrome|csv|jsonl (traces/import/trace_import.h)
   std::string meta;             // metadata (YAML/JSON) of a timer trace (required) or Chrome trace
   std::string html;             // HTML report
   std::string timeline;         // the real and ideal timelines of one step, Perfetto JSON
@@ -85,8 +85,8 @@ struct FitArgs {
 };
 // Fits the cost model's per-GPU constants on the published runs of the reference folder and
 // prints them beside the stored ones, each file's error under both, and with --loso each held-out
-// source's error (planner/reference_fit.h). Writes nothing: a fit is stored by hand in
-// planner/calibration.cc, after review.
+// source's error (planner/fit/reference_fit.h). Writes nothing: a fit is stored by hand in
+// planner/cost/calibration.cc, after review.
 Status RunFit(const FitArgs& args);
 
 struct CalibrateArgs {
@@ -120,7 +120,7 @@ struct RunArgs {
   bool quiet = false; // no per-step progress lines on stderr
   bool json = false;
   std::string dump_first_step;  // the first step's inputs, parameters and gradients (rank 0)
-  std::string heartbeat;        // host:port of `megascale launch`'s heartbeat socket (exec/heartbeat.h)
+  std::string heartbeat;        // host:port of `megascale launch`'s heartbeat socket (exec/runtime/heartbeat.h)
   int attempt = 0;              // the launch attempt (run.faults of other attempts are not applied)
 };
 // Collective over the ranks mpirun started (world size 1 without a launcher). A FailedRun error

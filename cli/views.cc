@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "planner/collective_cost.h"
-#include "planner/dp_collectives.h"
-#include "planner/op_kinds.h"
-#include "planner/scenario_io.h"
-#include "planner/search.h"
-#include "planner/search_inverse.h"
-#include "planner/search_space.h"
-#include "planner/validate.h"
+#include "planner/cost/collective_cost.h"
+#include "planner/program/dp_collectives.h"
+#include "planner/search/search.h"
+#include "planner/search/search_inverse.h"
+#include "planner/spec/op_kinds.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/search_space.h"
+#include "planner/spec/validate.h"
 
 namespace megascale::cli {
 

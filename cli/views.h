@@ -34,7 +34,7 @@ std::string ClusterLine(const Plan& plan);
 // launches for more than 0.5 % of it (Prediction.host_wait_s); else empty.
 std::string HostBoundLine(const Plan& plan);
 // "dp comm       per step over DP 192: 13 all-gathers of 196.6-453.0 MB (ring, Simple) 265.736 ms; ..."
-// with its newline: what NCCL runs for the DP collectives (planner/dp_collectives.h); empty for dp 1.
+// with its newline: what NCCL runs for the DP collectives (planner/program/dp_collectives.h); empty for dp 1.
 std::string DpCollectivesLine(const Plan& plan);
 // The same as JSON: [{kind, count, min_bytes, max_bytes, algorithm, protocol, seconds}].
 nlohmann::json DpCollectivesJson(const Plan& plan);

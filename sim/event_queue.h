@@ -1,7 +1,7 @@
 // The trace events of one actor's ranks that are computed but not yet due. An actor times its
 // closed-form ops ahead of the simulated clock; their events wait here and are handed to the sink
 // once the clock has passed their end, so each rank's events reach the sink in the order their
-// ops ended (traces/trace_sink.h) and a failure can still cancel what had not ended.
+// ops ended (traces/format/trace_sink.h) and a failure can still cancel what had not ended.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "planner/plan.pb.h"
-#include "traces/trace_sink.h"
+#include "traces/format/trace_sink.h"
 
 namespace megascale {
 

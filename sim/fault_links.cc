@@ -38,7 +38,7 @@ int PodOfSwitch(const topology::FabricShape& s, const topology::VertexProps& v) 
   return -1;  // spines and end points belong to no pod
 }
 
-// A selector ResolveFaults would have refused (its rules are planner/validate_faults.cc's): a spec
+// A selector ResolveFaults would have refused (its rules are planner/spec/validate_faults.cc's): a spec
 // not resolved by megascale validate, refused rather than indexed out of bounds.
 Status Unresolved(const std::string& what) {
   return Status::Internal(what + " (faults not resolved by megascale validate)");

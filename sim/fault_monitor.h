@@ -21,7 +21,7 @@ inline constexpr double kDownBytesPerS = 1.0;
 
 // The OP_TIMEOUT status of one GPU whose op `op_id` (of its stage program, step `step`), posted at
 // `posted_s`, hit sim.collective_timeout_s at `now_s`: with the op's kind, group and
-// collective_seq, so the hang is placed without the program (traces/hang_locator.h).
+// collective_seq, so the hang is placed without the program (traces/analysis/hang_locator.h).
 RankStatus OpTimeoutStatus(const SimWorld& world, int gpu, int step, uint32_t op_id, const Op& op,
                            double posted_s, double now_s);
 

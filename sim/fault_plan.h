@@ -79,7 +79,7 @@ struct FaultPlan {
 // Last heartbeat at or before `t` (heartbeats at 0, interval, 2 x interval, ...).
 double LastHeartbeat(double t, double interval_s);
 
-// REQUIRES: faults/sim from a resolved scenario (planner/validate_faults.cc owns the rules). Still
+// REQUIRES: faults/sim from a resolved scenario (planner/spec/validate_faults.cc owns the rules). Still
 // rejects what would index outside the cluster, naming the field.
 Result<FaultPlan> MakeFaultPlan(const FaultSpec& faults, const SimSpec& sim,
                                 const topology::Cluster& cluster);

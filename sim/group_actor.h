@@ -6,8 +6,8 @@
 //  * network ops (PP send/recv, DP collectives) are posted at their start time (the latest ready
 //    time among the group's GPUs: the group is in lockstep) and become SimGrid flows per GPU: one
 //    for a PP transfer, one per channel to the ring successor for a DP ring, one per channel to
-//    each tree neighbour for a DP tree (planner/collective_cost.h).
-//  * where the group's ranks share host cores (planner/core_pools.h), its compute and TP ops are work
+//    each tree neighbour for a DP tree (planner/cost/collective_cost.h).
+//  * where the group's ranks share host cores (planner/cost/core_pools.h), its compute and TP ops are work
 //    on those cores instead of closed forms: posted like network ops (a TP collective once every
 //    peer is ready), each GPU's work a flow over its core link and its pool's link, so the pool's
 //    cores are shared among the ops running on them (planner/plan.proto, "Shared cores").

@@ -10,7 +10,7 @@
 #include <simgrid/s4u/Engine.hpp>
 
 #include "base/splitmix64.h"
-#include "planner/cost_model.h"
+#include "planner/cost/cost_model.h"
 #include "sim/group_actor.h"
 
 namespace megascale {

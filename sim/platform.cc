@@ -10,9 +10,9 @@
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
 
-#include "planner/calibration.h"
-#include "planner/core_pools.h"
-#include "planner/cost_model.h"
+#include "planner/cost/calibration.h"
+#include "planner/cost/core_pools.h"
+#include "planner/cost/cost_model.h"
 
 namespace megascale {
 namespace {

@@ -50,7 +50,7 @@ class FlowRouter {
   virtual const topology::DeadSwitches& avoided() const = 0;
 };
 
-// The calibrated network of the cluster's GPU type (planner/calibration.h): NCCL moves data at
+// The calibrated network of the cluster's GPU type (planner/cost/calibration.h): NCCL moves data at
 // `efficiency` of a link's line rate and pays `step_latency_s` per transfer beyond the links' own.
 // The planner's CostModel::Effective applies the same two figures, so on an uncontended network
 // the simulated and the predicted collectives agree; contention then comes on top.
@@ -65,7 +65,7 @@ NetworkCalibration NetworkCalibrationFor(const ClusterSpec& cluster);
 struct Platform {
   std::vector<simgrid::s4u::Host*> agents;  // one per actor, by actor index
   std::vector<simgrid::s4u::Link*> links;   // by the cluster's dense link id, then the core links
-  // Ranks that share cores (planner/core_pools.h): a pooled GPU's work crosses its own core link (one
+  // Ranks that share cores (planner/cost/core_pools.h): a pooled GPU's work crosses its own core link (one
   // core at most) and its pool's link (the pool's cores), both as ids into `links`; -1 elsewhere.
   std::vector<int> core_link;  // per GPU
   std::vector<int> pool_link;  // per pool

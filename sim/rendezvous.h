@@ -1,6 +1,6 @@
 // Shared state between actors for the ops that involve two or more lockstep groups: the PP
 // send/recv rendezvous and the DP collective's barrier and flows (ring or double binary tree,
-// planner/collective_cost.h). All actors run in one thread
+// planner/cost/collective_cost.h). All actors run in one thread
 // (SimGrid's contexts), so plain structures suffice; a waiting actor is woken by its Doorbell.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "planner/collective_cost.h"
+#include "planner/cost/collective_cost.h"
 #include "planner/plan.pb.h"
 
 namespace megascale {

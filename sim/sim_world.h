@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "planner/layout.h"
+#include "planner/cost/core_pools.h"
 #include "planner/plan.pb.h"
-#include "planner/core_pools.h"
+#include "planner/spec/layout.h"
 #include "sim/fault_plan.h"
 #include "sim/faults.pb.h"
 #include "sim/platform.h"
@@ -19,7 +19,7 @@
 #include "sim/rendezvous.h"
 #include "sim/stage_info.h"
 #include "topology/cluster.h"
-#include "traces/trace_sink.h"
+#include "traces/format/trace_sink.h"
 
 namespace megascale {
 

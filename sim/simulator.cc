@@ -15,7 +15,7 @@
 #include "sim/platform.h"
 #include "sim/sim_world.h"
 #include "sim/stage_info.h"
-#include "traces/plan_header.h"
+#include "traces/format/plan_header.h"
 
 namespace megascale {
 namespace {
@@ -23,7 +23,7 @@ namespace {
 namespace sg4 = simgrid::s4u;
 
 // What the actors index by: a plan the planner built from a resolved scenario holds it (the
-// scenario's rules are planner/validate*.cc's); a hand-made one is refused, not run out of bounds.
+// scenario's rules are planner/spec/validate*.cc's); a hand-made one is refused, not run out of bounds.
 Status CheckPlan(const Plan& plan, const topology::Cluster& cluster) {
   const LayoutSpec& l = plan.layout();
   const int64_t world = static_cast<int64_t>(l.tp()) * l.pp() * l.dp();

@@ -16,7 +16,7 @@
 #include "base/status.h"
 #include "planner/plan.pb.h"
 #include "planner/scenario.pb.h"
-#include "traces/trace_sink.h"
+#include "traces/format/trace_sink.h"
 
 namespace megascale {
 

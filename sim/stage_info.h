@@ -1,5 +1,5 @@
 // A stage program prepared for interpretation: each op's class (how the simulator times it, the
-// op-kind table's: planner/op_kinds.h) and each lane's ops in program order. Built once per stage and shared, read-only, by every actor
+// op-kind table's: planner/spec/op_kinds.h) and each lane's ops in program order. Built once per stage and shared, read-only, by every actor
 // of that stage (DESIGN: programs exist per stage, never per rank).
 #pragma once
 
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "planner/op_kinds.h"
 #include "planner/plan.pb.h"
+#include "planner/spec/op_kinds.h"
 
 namespace megascale {
 

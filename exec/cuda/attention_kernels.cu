@@ -1,4 +1,4 @@
-// Causal attention with a sliding window and grouped KV heads, the shapes of exec/attention.h, as
+// Causal attention with a sliding window and grouped KV heads, the shapes of exec/model/attention.h, as
 // cuBLAS batched GEMMs around two row kernels (the layout llm.c uses, without its permutes):
 //   forward:  S = Q K^T (all T x T scores, scaled)  ->  att = masked softmax(S)  ->  out = att V
 //   backward: dP = dout V^T  ->  dS = att * (dP - rowsum(att * dP)) * scale  ->

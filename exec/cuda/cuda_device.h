@@ -1,6 +1,6 @@
-// CudaDevice: exec/device.h on one NVIDIA GPU. Every kernel keeps the shapes and the
-// accumulate-into-gradient contract of its CPU reference (exec/linear.h, exec/attention.h, ...);
-// tests/exec_cuda checks them tensor by tensor against exec/cpu_device.cc.
+// CudaDevice: exec/runtime/device.h on one NVIDIA GPU. Every kernel keeps the shapes and the
+// accumulate-into-gradient contract of its CPU reference (exec/model/linear.h, exec/model/attention.h, ...);
+// tests/exec_cuda checks them tensor by tensor against exec/runtime/cpu_device.cc.
 //
 // Precision: the linear layers' GEMMs run on cuBLAS with bf16 tensor-core products and fp32
 // accumulation (exec/cuda/linear_gemm.h); storage, master weights, gradients and every other kernel
@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "exec/device.h"
+#include "exec/runtime/device.h"
 
 struct CUstream_st;    // cudaStream_t, without the CUDA headers in every includer
 struct cublasContext;  // cublasHandle_t
@@ -108,7 +108,7 @@ class CudaDevice : public Device {
   // Device copies of host token ids / scratch floats, grown on demand; nullptr after an error.
   int32_t* DeviceIds(const int32_t* ids, size_t n);
   float* Scratch(size_t n);
-  // The mean, in double and row order as exec/cross_entropy.cc takes it, of N per-row losses on
+  // The mean, in double and row order as exec/model/cross_entropy.cc takes it, of N per-row losses on
   // the device, after `what`'s launches; NaN after an error.
   float MeanRowLoss(const float* row_loss, int N, const char* what);
   // *buffer with room for n values (reallocated, contents lost, when smaller); nullptr on error.

@@ -1,4 +1,4 @@
-#include "exec/cuda/cuda_plugin.h"
+#include "exec/runtime/cuda_plugin.h"
 
 #include <cuda_runtime.h>
 

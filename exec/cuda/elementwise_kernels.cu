@@ -67,7 +67,7 @@ struct BiasTerms {
   __device__ void operator()(int n, int c, float* acc) const { acc[0] += dout[static_cast<size_t>(n) * OC + c]; }
 };
 
-// GPT-2's tanh GeLU, the constants of exec/gelu.cc.
+// GPT-2's tanh GeLU, the constants of exec/model/gelu.cc.
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
 constexpr float kGeluCube = 0.044715f;
 
@@ -96,7 +96,7 @@ __global__ void ScaleKernel(float* x, size_t n, float s) {
   MS_GRID_STRIDE(i, n) x[i] *= s;
 }
 
-// exec/adamw.cc's AdamWReference, one element per thread.
+// exec/optim/adamw.cc's AdamWReference, one element per thread.
 __global__ void AdamWKernel(float* p, const float* g, float* m, float* v, size_t n, AdamWCoeffs c) {
   MS_GRID_STRIDE(i, n) {
     const float gi = g[i];

@@ -1,6 +1,6 @@
 // Launchers of the CUDA kernels behind CudaDevice (exec/cuda/cuda_device.h), one per reference
-// kernel of exec/ and with its shapes and accumulate-into-gradient contract (exec/embedding.h,
-// exec/layernorm.h, exec/attention.h, ...). Each enqueues on `stream` and returns at once; the
+// kernel of exec/ and with its shapes and accumulate-into-gradient contract (exec/model/embedding.h,
+// exec/model/layernorm.h, exec/model/attention.h, ...). Each enqueues on `stream` and returns at once; the
 // caller checks the launch (cudaGetLastError) and synchronizes. Pointers are device (or managed)
 // memory, token ids included. Sizes > 0. Thread-safety: that of the stream.
 #pragma once
@@ -12,8 +12,8 @@
 #include <cstdint>
 
 #include "base/status.h"
-#include "exec/attention.h"
-#include "exec/device.h"
+#include "exec/model/attention.h"
+#include "exec/runtime/device.h"
 
 namespace megascale {
 namespace exec {
@@ -34,7 +34,7 @@ void LaunchGeluForward(float* out, const float* inp, int n, cudaStream_t stream)
 void LaunchGeluBackward(float* dinp, const float* inp, const float* dout, int n, cudaStream_t stream);
 void LaunchResidualForward(float* out, const float* a, const float* b, int n, cudaStream_t stream);
 
-// The optimizer's elementwise work (elementwise_kernels.cu; exec/device.h). LaunchSquaredSum
+// The optimizer's elementwise work (elementwise_kernels.cu; exec/runtime/device.h). LaunchSquaredSum
 // writes SquaredSumBlocks(n) partial sums in double, which the caller adds up.
 constexpr int kSquaredSumMaxBlocks = 1024;
 int SquaredSumBlocks(size_t n);
@@ -64,7 +64,7 @@ void LaunchCrossEntropyForward(float* probs, float* row_loss, const float* logit
                                int V, cudaStream_t stream);
 void LaunchCrossEntropyBackward(float* dlogits, const float* probs, const int32_t* targets, float dloss, int N,
                                 int V, int vocab_begin, cudaStream_t stream);
-// The vocabulary-parallel halves (exec/cross_entropy.h): stats (N,3); all_stats (shards,N,3);
+// The vocabulary-parallel halves (exec/model/cross_entropy.h): stats (N,3); all_stats (shards,N,3);
 // row_loss as above.
 void LaunchCrossEntropyShardStats(float* stats, const float* logits, const int32_t* targets, int N, int V,
                                   int vocab_begin, cudaStream_t stream);

@@ -9,7 +9,7 @@ namespace exec {
 namespace cuda {
 namespace {
 
-constexpr float kEps = 1e-5f;  // exec/layernorm.cc's (GPT-2's)
+constexpr float kEps = 1e-5f;  // exec/model/layernorm.cc's (GPT-2's)
 constexpr int kRowsPerBlock = 8;  // warps per block
 
 __global__ void LayerNormForwardKernel(float* out, float* mean, float* rstd, const float* inp, const float* w,
@@ -37,7 +37,7 @@ __global__ void LayerNormBackwardInputKernel(float* dinp, const float* dout, con
   if (row >= N) return;
   const size_t off = static_cast<size_t>(row) * C;
   const float m = mean[row], s = rstd[row];
-  // dx = s * (g - mean(g) - xhat * mean(g * xhat)) with g = dout * w (exec/layernorm.cc).
+  // dx = s * (g - mean(g) - xhat * mean(g * xhat)) with g = dout * w (exec/model/layernorm.cc).
   float g_sum = 0.0f, gx_sum = 0.0f;
   for (int i = lane; i < C; i += kWarp) {
     const float xhat = (inp[off + i] - m) * s;

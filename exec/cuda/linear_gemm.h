@@ -1,4 +1,4 @@
-// The GEMMs of the linear layer (exec/linear.h: out = inp @ W^T, W stored (OC, C) row-major) on
+// The GEMMs of the linear layer (exec/model/linear.h: out = inp @ W^T, W stored (OC, C) row-major) on
 // cuBLAS: fp32 storage, bf16 tensor-core products with fp32 accumulation
 // (CUBLAS_COMPUTE_32F_FAST_16BF): mixed precision whose master weights and gradients stay fp32.
 // cuBLAS is column-major, so a row-major (R, K) matrix is read as its (K, R) transpose.

@@ -1,10 +1,10 @@
-// NcclCommunicator: exec/communicator.h for a run on GPUs. Float collectives (AllReduceSum,
+// NcclCommunicator: exec/runtime/communicator.h for a run on GPUs. Float collectives (AllReduceSum,
 // ReduceScatterSum, AllGather) on device or managed buffers go over NCCL; everything else goes
 // through the wrapped host communicator (MPI): double all-reduce, Broadcast, GatherBytes, Barrier,
 // float collectives on plain host pointers (told apart with cudaPointerGetAttributes), and the
 // point-to-point messages.
 //
-// Why Send/Recv stay on MPI: the contract (exec/communicator.h) wants a Send that copies and returns
+// Why Send/Recv stay on MPI: the contract (exec/runtime/communicator.h) wants a Send that copies and returns
 // without waiting for the receiver, and messages matched by (peer, tag). NCCL has no tags, and its
 // send is a kernel that waits for the matching receive: a 1F1B schedule whose two neighbours both
 // send before they receive would deadlock unless sends were grouped with receives or moved to a
@@ -19,14 +19,14 @@
 // DeviceBuffers everywhere.
 // Failure: NCCL and CUDA errors are Internal statuses naming the call, file:line and NCCL's last
 // error; the group is unusable afterwards. Not thread-safe: one thread per communicator, but for
-// the PP lanes' Send and Recv on two threads, which go to MPI and keep exec/communicator.h's rule.
+// the PP lanes' Send and Recv on two threads, which go to MPI and keep exec/runtime/communicator.h's rule.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "exec/communicator.h"
+#include "exec/runtime/communicator.h"
 
 struct ncclComm;     // ncclComm_t, without nccl.h in every includer
 struct CUstream_st;  // cudaStream_t

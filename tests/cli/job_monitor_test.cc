@@ -1,10 +1,10 @@
 // What the driver (megascale launch) concludes from heartbeats and the launcher's words
-// (cli/job_monitor.h): a rank silent past the timeout is lost (the one silent longest), a rank that
+// (exec/driver/job_monitor.h): a rank silent past the timeout is lost (the one silent longest), a rank that
 // never beat is lost only after the startup allowance, beats of another attempt do not count, a
 // watchdog beat is seen, and the launcher's "process rank N" names the dead rank.
 #include <gtest/gtest.h>
 
-#include "cli/job_monitor.h"
+#include "exec/driver/job_monitor.h"
 
 namespace megascale::cli {
 namespace {

@@ -1,5 +1,5 @@
 // `megascale plan` (and `simulate`, from the same plan) says where a step's compute waits for the
-// host: an eager stack at narrow shapes (planner/layer_ops.h, PassTime) prints a host-bound line
+// host: an eager stack at narrow shapes (planner/program/layer_ops.h, PassTime) prints a host-bound line
 // and breakdown.host_wait_s; MegaScale's own stack launches nothing eagerly and says nothing of it.
 // Both also say which NCCL algorithm and protocol the DP collectives run (a `dp comm` line).
 #include <gtest/gtest.h>
@@ -47,7 +47,7 @@ TEST(PlanCli, ANarrowEagerLayoutSaysHowLongItsGpuWaitsForTheHost) {
 }
 
 // A small model over DP 64 (one GPU per node): its ZeRO-1 buckets are ~2 MB, where NCCL leaves
-// Simple for a low-latency protocol. `plan` says which (planner/dp_collectives.h) and prices it;
+// Simple for a low-latency protocol. `plan` says which (planner/program/dp_collectives.h) and prices it;
 // pinned to Simple (cluster.collectives.protocol) the same buckets take longer, and so does the step.
 constexpr char kSmallBuckets[] = R"(name: "small-buckets"
 cluster { gpu: "A100" num_gpus: 64 gpus_per_node: 1 fabric: NONBLOCKING PROTOCOL }

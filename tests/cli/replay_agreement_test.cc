@@ -1,6 +1,6 @@
 // Re-simulating an unmodified trace reproduces its step time within 1% (issue 6): a run is
 // simulated through the binary into a trace, then each completed step's dependency graph is
-// rebuilt from the trace alone (traces/step_graph.h, what the what-if replays) and replayed with
+// rebuilt from the trace alone (traces/analysis/step_graph.h, what the what-if replays) and replayed with
 // every op's own duration. The replayed step (replay end minus the previous step's end, the
 // diagnosis's definition) must match the diagnosis's step time. Healthy, straggler and degraded
 // NIC runs, so the graph is checked with waits in TP, PP and DP collectives.
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "tests/cli/cli_runner.h"
-#include "traces/diagnosis.h"
-#include "traces/step_graph.h"
-#include "traces/trace_io.h"
+#include "traces/analysis/diagnosis.h"
+#include "traces/analysis/step_graph.h"
+#include "traces/format/trace_io.h"
 
 namespace megascale {
 namespace {

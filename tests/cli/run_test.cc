@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/file_args.h"
-#include "exec/device_factory.h"
+#include "exec/runtime/device_factory.h"
 #include "tests/cli/cli_runner.h"
 
 namespace megascale {
@@ -141,7 +141,7 @@ TEST(Run, CheckpointsAndResumesThroughTheScenario) {
                  {"/proc/no/such", "run.checkpoint.dir"});
 }
 
-// A checkpoint's two stages are in the trace as host work (traces/host_work.h): the copy on the
+// A checkpoint's two stages are in the trace as host work (traces/format/host_work.h): the copy on the
 // compute lane (training waited), the write on HOST_LANE (beside training), one each per
 // checkpoint, the last one's too; `diagnose` reports them and `compare` leaves them out of the
 // plan's ops.

@@ -40,7 +40,7 @@ TEST_P(ShippedScenario, Plans) {
   EXPECT_NE(r.out.find("MFU"), std::string::npos) << r.out;
 }
 
-// Each names its software stack (planner/stack_presets.h), and `validate` says what it set.
+// Each names its software stack (planner/spec/stack_presets.h), and `validate` says what it set.
 TEST_P(ShippedScenario, NamesItsStack) {
   const std::string path = std::string(MEGASCALE_SOURCE_DIR) + "/scenarios/" + GetParam() + ".textproto";
   EXPECT_NE(testing::Slurp(path).find("\nstack: \""), std::string::npos) << path;

@@ -1,4 +1,4 @@
-// Evaluation of the straggler what-if (traces/straggler_analysis.h) against the truth the simulator
+// Evaluation of the straggler what-if (traces/analysis/straggler_analysis.h) against the truth the simulator
 // gives: slow GPUs injected at random into a 64-GPU job (TP 4 x PP 2 x DP 8, gpt-1.3b, 1F1B),
 // each run simulated with its op trace and diagnosed as a user would (`simulate --trace`, then
 // `diagnose --json`), and held against the same job without them:

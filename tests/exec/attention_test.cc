@@ -1,7 +1,7 @@
 // Causal self-attention: gradients (full, sliding window, GQA) and what the mask allows to be seen.
 #include <gtest/gtest.h>
 
-#include "exec/attention.h"
+#include "exec/model/attention.h"
 #include "tests/exec/grad_check.h"
 
 namespace megascale {

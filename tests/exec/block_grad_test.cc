@@ -2,7 +2,7 @@
 // every parameter of the layer and its input.
 #include <gtest/gtest.h>
 
-#include "exec/block.h"
+#include "exec/model/block.h"
 #include "tests/exec/grad_check.h"
 
 namespace megascale {

@@ -1,4 +1,4 @@
-// A checkpoint shard file (exec/checkpoint_file.h) reads back exactly what was written, and every
+// A checkpoint shard file (exec/train/checkpoint_file.h) reads back exactly what was written, and every
 // way it can be damaged (a torn end, a flipped byte anywhere, another file, a checksum the manifest
 // did not record) is refused with a message naming the file, never read as data.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/atomic_file.h"
-#include "exec/checkpoint_file.h"
+#include "exec/train/checkpoint_file.h"
 
 namespace megascale::exec {
 namespace {

@@ -1,4 +1,4 @@
-// The data pipeline (exec/data_pipeline.h) hands out exactly the rows BatchSampler draws directly,
+// The data pipeline (exec/data/data_pipeline.h) hands out exactly the rows BatchSampler draws directly,
 // with and without the prefetch thread, in order and out of order; errors name the corpus. The
 // one-reader-per-TP-group broadcast across processes is tested by tests/exec_mpi
 // (exec_mpi.data_pipeline_*), since a group of one has no peer to send to.
@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "exec/self_communicator.h"
+#include "exec/runtime/self_communicator.h"
 #include "tests/exec/data_rows.h"
 
 namespace megascale::exec {

@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "exec/batch_sampler.h"
-#include "exec/corpus.h"
-#include "exec/data_pipeline.h"
+#include "exec/data/batch_sampler.h"
+#include "exec/data/corpus.h"
+#include "exec/data/data_pipeline.h"
 
 namespace megascale::exec::testing {
 

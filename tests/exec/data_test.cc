@@ -7,9 +7,9 @@
 #include <cstdio>
 
 #include "base/atomic_file.h"
-#include "exec/batch_sampler.h"
-#include "exec/corpus.h"
-#include "exec/token_file.h"
+#include "exec/data/batch_sampler.h"
+#include "exec/data/corpus.h"
+#include "exec/data/token_file.h"
 
 namespace megascale {
 namespace exec {

@@ -2,7 +2,7 @@
 // configurations covering both block types, sliding windows, GQA and an untied LM head.
 #include <gtest/gtest.h>
 
-#include "exec/gpt.h"
+#include "exec/model/gpt.h"
 #include "tests/exec/grad_check.h"
 
 namespace megascale {

@@ -2,7 +2,7 @@
 // window w, position t depends on tokens t - L (w - 1) .. t and nothing else.
 #include <gtest/gtest.h>
 
-#include "exec/gpt.h"
+#include "exec/model/gpt.h"
 
 namespace megascale {
 namespace exec {

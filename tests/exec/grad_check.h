@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "exec/counter_rng.h"
+#include "exec/model/counter_rng.h"
 
 namespace megascale {
 namespace exec {

@@ -1,4 +1,4 @@
-// A rank's heartbeat and watchdog (exec/heartbeat.h): the in-flight table names the op in flight
+// A rank's heartbeat and watchdog (exec/runtime/heartbeat.h): the in-flight table names the op in flight
 // longest and frees its slots; beats carry the phase of the op begun last; the watchdog ends the
 // process when one collective hangs even while another lane keeps finishing ops (a timer on each
 // op, as NCCL's watchdog has, not only "no progress at all"), and when nothing moves at all.
@@ -14,8 +14,8 @@
 
 #include <gtest/gtest.h>
 
-#include "exec/heartbeat.h"
-#include "exec/op_recorder.h"
+#include "exec/runtime/heartbeat.h"
+#include "exec/runtime/op_recorder.h"
 
 namespace megascale::exec {
 namespace {

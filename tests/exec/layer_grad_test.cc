@@ -2,12 +2,12 @@
 // linear, GeLU, residual, cross-entropy). Attention and the blocks have their own files.
 #include <gtest/gtest.h>
 
-#include "exec/cross_entropy.h"
-#include "exec/embedding.h"
-#include "exec/gelu.h"
-#include "exec/layernorm.h"
-#include "exec/linear.h"
-#include "exec/residual.h"
+#include "exec/model/cross_entropy.h"
+#include "exec/model/embedding.h"
+#include "exec/model/gelu.h"
+#include "exec/model/layernorm.h"
+#include "exec/model/linear.h"
+#include "exec/model/residual.h"
 #include "tests/exec/grad_check.h"
 
 namespace megascale {

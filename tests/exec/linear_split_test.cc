@@ -1,8 +1,8 @@
-// The tensor-parallel claim of exec/linear.h: a column split and a row split are the same kernel
+// The tensor-parallel claim of exec/model/linear.h: a column split and a row split are the same kernel
 // run on slices, and the slices reassemble the unsplit layer (forward and backward).
 #include <gtest/gtest.h>
 
-#include "exec/linear.h"
+#include "exec/model/linear.h"
 #include "tests/exec/grad_check.h"
 
 namespace megascale {

@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "exec/counter_rng.h"
-#include "exec/gpt_config.h"
-#include "exec/param_layout.h"
+#include "exec/model/counter_rng.h"
+#include "exec/model/gpt_config.h"
+#include "exec/model/param_layout.h"
 
 namespace megascale {
 namespace exec {

@@ -1,4 +1,4 @@
-// TraceEvent.cpu_ns (exec/op_recorder.h): on the CPU device each op carries its thread's CPU time,
+// TraceEvent.cpu_ns (exec/runtime/op_recorder.h): on the CPU device each op carries its thread's CPU time,
 // which leaves out the time the thread did not run (the OS ran another rank on its core; here a
 // sleep stands for it); a device whose kernels run elsewhere (a GPU) leaves it unset.
 #include <gtest/gtest.h>
@@ -6,9 +6,9 @@
 #include <chrono>
 #include <thread>
 
-#include "exec/device.h"
-#include "exec/op_recorder.h"
-#include "planner/op_costs.h"
+#include "exec/runtime/device.h"
+#include "exec/runtime/op_recorder.h"
+#include "planner/cost/op_costs.h"
 
 namespace megascale::exec {
 namespace {

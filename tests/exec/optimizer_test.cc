@@ -1,9 +1,9 @@
 // AdamW, LAMB and global-norm clipping against hand-computed steps on small vectors.
 #include <gtest/gtest.h>
 
-#include "exec/adamw.h"
-#include "exec/grad_clip.h"
-#include "exec/lamb.h"
+#include "exec/optim/adamw.h"
+#include "exec/optim/grad_clip.h"
+#include "exec/optim/lamb.h"
 
 namespace megascale {
 namespace exec {

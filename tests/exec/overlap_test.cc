@@ -1,4 +1,4 @@
-// The communication lane (exec/comm_lane.h) and DP overlap (exec/distributed_optimizer.h) in one
+// The communication lane (exec/runtime/comm_lane.h) and DP overlap (exec/parallel/distributed_optimizer.h) in one
 // process: a stage of two model chunks whose DP group is faked by MirrorCommunicator (every other
 // replica holds this one's data), a DP collective held until the compute thread runs a kernel
 // (RendezvousDevice), and the trace's event intervals: with layout.overlap.dp the program reduces
@@ -13,10 +13,10 @@
 #include <map>
 #include <thread>
 
-#include "exec/comm_lane.h"
-#include "exec/distributed_optimizer.h"
-#include "exec/program_interpreter.h"
-#include "exec/self_communicator.h"
+#include "exec/parallel/distributed_optimizer.h"
+#include "exec/runtime/comm_lane.h"
+#include "exec/runtime/self_communicator.h"
+#include "exec/train/program_interpreter.h"
 #include "tests/exec/tiny_run.h"
 
 namespace megascale::exec {

@@ -1,6 +1,6 @@
-// The plan interpreter (exec/program_interpreter.h) on one rank: the trace of a run names every op
+// The plan interpreter (exec/train/program_interpreter.h) on one rank: the trace of a run names every op
 // with the plan's id, runs every op of the stage program that the executor runs (all but the DP
-// ops, which exec/distributed_optimizer.h groups its own way) exactly once per step, and starts
+// ops, which exec/parallel/distributed_optimizer.h groups its own way) exactly once per step, and starts
 // each after its dependencies ended; recompute runs as planned and changes no number; an executor
 // that strays from the program stops with both ops named. The multi-rank cases (PP lanes, TP,
 // interleaving) are tests/exec_mpi's --check-plan-ops runs.
@@ -10,9 +10,9 @@
 #include <map>
 #include <vector>
 
-#include "exec/self_communicator.h"
+#include "exec/runtime/self_communicator.h"
+#include "exec/train/plan_trace_check.h"
 #include "tests/exec/tiny_run.h"
-#include "exec/plan_trace_check.h"
 
 namespace megascale::exec {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <cstdlib>
 
-#include "exec/self_communicator.h"
+#include "exec/runtime/self_communicator.h"
 #include "tests/exec/tiny_run.h"
-#include "traces/diagnosis.h"
+#include "traces/analysis/diagnosis.h"
 
 namespace megascale::exec {
 namespace {

@@ -1,14 +1,14 @@
-// SlowedDevice (exec/slowed_device.h), the exec side of faults.stragglers: on a fake clock, every
+// SlowedDevice (exec/runtime/slowed_device.h), the exec side of faults.stragglers: on a fake clock, every
 // kernel owes (1/speed - 1) x its time and the waits add up to exactly that over a run whatever the
 // OS oversleeps; memory copies are not slowed; the results are bitwise those of the plain device.
-// And a run scenario accepts stragglers but no other fault kind (planner/validate_run.h).
-#include "exec/slowed_device.h"
+// And a run scenario accepts stragglers but no other fault kind (planner/spec/validate_run.h).
+#include "exec/runtime/slowed_device.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "exec/self_communicator.h"
+#include "exec/runtime/self_communicator.h"
 #include "tests/exec/tiny_run.h"
 
 namespace megascale::exec {

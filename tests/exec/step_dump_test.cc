@@ -1,4 +1,4 @@
-// `megascale run --dump-first-step`: what an outside oracle (bench/torch_oracle.py) reads.
+// `megascale run --dump-first-step`: what an outside oracle (tests/oracle/torch_oracle.py) reads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "exec/gpt.h"
-#include "exec/self_communicator.h"
-#include "exec/step_dump.h"
+#include "exec/model/gpt.h"
+#include "exec/runtime/self_communicator.h"
+#include "exec/train/step_dump.h"
 #include "tests/exec/tiny_run.h"
 
 namespace megascale::exec {

@@ -1,5 +1,5 @@
 // Shared by the single-process tests (tests/exec) and the MPI driver (tests/exec_mpi): a tiny GPT
-// scenario planned by the real planner, and the single-process reference run (exec/gpt.h on the
+// scenario planned by the real planner, and the single-process reference run (exec/model/gpt.h on the
 // whole global batch) that every parallel run must reproduce.
 #pragma once
 
@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "exec/adamw.h"
-#include "exec/batch_sampler.h"
-#include "exec/corpus.h"
-#include "exec/gpt.h"
-#include "exec/grad_clip.h"
-#include "exec/lamb.h"
-#include "exec/run_training.h"
-#include "planner/plan_builder.h"
-#include "planner/validate.h"
+#include "exec/data/batch_sampler.h"
+#include "exec/data/corpus.h"
+#include "exec/model/gpt.h"
+#include "exec/optim/adamw.h"
+#include "exec/optim/grad_clip.h"
+#include "exec/optim/lamb.h"
+#include "exec/train/run_training.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/validate.h"
 
 namespace megascale::exec::testing {
 

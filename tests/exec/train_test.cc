@@ -5,12 +5,12 @@
 #include <cmath>
 #include <cstdio>
 
-#include "exec/adamw.h"
-#include "exec/batch_sampler.h"
-#include "exec/corpus.h"
-#include "exec/gpt.h"
-#include "exec/grad_clip.h"
-#include "exec/lamb.h"
+#include "exec/data/batch_sampler.h"
+#include "exec/data/corpus.h"
+#include "exec/model/gpt.h"
+#include "exec/optim/adamw.h"
+#include "exec/optim/grad_clip.h"
+#include "exec/optim/lamb.h"
 
 namespace megascale {
 namespace exec {

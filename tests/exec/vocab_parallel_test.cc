@@ -1,5 +1,5 @@
-// The vocabulary-parallel embedding and cross-entropy kernels (exec/embedding.h,
-// exec/cross_entropy.h) against their whole-vocabulary forms: the shards' outputs, summed or
+// The vocabulary-parallel embedding and cross-entropy kernels (exec/model/embedding.h,
+// exec/model/cross_entropy.h) against their whole-vocabulary forms: the shards' outputs, summed or
 // combined as the TP collectives do, give the whole table's, and the shards' gradients are the
 // whole table's rows. A wrong shard offset, a target counted twice or a position added by every
 // shard fails here.
@@ -8,10 +8,10 @@
 #include <cmath>
 #include <vector>
 
-#include "exec/counter_rng.h"
-#include "exec/cross_entropy.h"
-#include "exec/embedding.h"
-#include "exec/stage_params.h"
+#include "exec/model/counter_rng.h"
+#include "exec/model/cross_entropy.h"
+#include "exec/model/embedding.h"
+#include "exec/parallel/stage_params.h"
 
 namespace megascale::exec {
 namespace {

@@ -1,4 +1,4 @@
-// The device and communicator interfaces can be wrapped (exec/device.h, exec/communicator.h): a
+// The device and communicator interfaces can be wrapped (exec/runtime/device.h, exec/runtime/communicator.h): a
 // wrapper sees every kernel and every collective of a run, and an injected failure stops the run
 // with an error naming the rank and the step.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/self_communicator.h"
+#include "exec/runtime/self_communicator.h"
 #include "tests/exec/tiny_run.h"
 
 namespace megascale::exec {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "exec/cuda/cuda_device.h"
-#include "exec/device.h"
-#include "exec/device_factory.h"
+#include "exec/runtime/device.h"
+#include "exec/runtime/device_factory.h"
 
 namespace megascale::exec::testing {
 

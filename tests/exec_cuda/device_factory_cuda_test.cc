@@ -1,4 +1,4 @@
-// exec/device_factory.h in a build with the CUDA path: the GPU choice and the errors a machine
+// exec/runtime/device_factory.h in a build with the CUDA path: the GPU choice and the errors a machine
 // without a GPU gives (these run, and must pass, on CI's GPU-less machines).
 #include <gtest/gtest.h>
 

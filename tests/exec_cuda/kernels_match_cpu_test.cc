@@ -1,4 +1,4 @@
-// Every CudaDevice kernel against the CPU reference (exec/cpu_device.cc) on the same seeded inputs,
+// Every CudaDevice kernel against the CPU reference (exec/runtime/cpu_device.cc) on the same seeded inputs,
 // tensor by tensor. Gradient buffers start non-zero so that the accumulate (+=) contract is checked
 // too. Shapes are small and deliberately not multiples of the warp or block sizes.
 #include <gtest/gtest.h>
@@ -190,7 +190,7 @@ TEST_F(CudaKernels, AttentionOneKvHead) {
   CheckAttention(s);
 }
 
-// The optimizer's work on the device (exec/device.h): AdamW's update over two steps, the sum of
+// The optimizer's work on the device (exec/runtime/device.h): AdamW's update over two steps, the sum of
 // squares in double and the clip's scale, against the CPU reference.
 TEST_F(CudaKernels, OptimizerUpdateSumAndScale) {
   const size_t n = 100003;  // above one block and one grid, not a multiple of either

@@ -5,7 +5,7 @@
 
 #ifdef MEGASCALE_HAVE_NCCL
 #include "exec/cuda/nccl_communicator.h"
-#include "exec/self_communicator.h"
+#include "exec/runtime/self_communicator.h"
 #include "tests/exec_cuda/cuda_test_util.h"
 
 namespace megascale::exec {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "exec/self_communicator.h"
+#include "exec/runtime/self_communicator.h"
 #include "tests/exec/tiny_run.h"
 #include "tests/exec_cuda/cuda_test_util.h"
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Resume from a checkpoint is bitwise an uninterrupted run (exec/checkpoint.h), and a torn shard
+# Resume from a checkpoint is bitwise an uninterrupted run (exec/train/checkpoint.h), and a torn shard
 # makes the run fall back to the checkpoint before:
 #   checkpoint_resume.sh MPIEXEC DRIVER [driver args...]
 # 1. 6 steps straight; 2. 4 steps checkpointing every 2; 3. the same folder, 6 steps: resumes at

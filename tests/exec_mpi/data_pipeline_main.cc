@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-#include "exec/mpi_communicator.h"
+#include "exec/runtime/mpi_communicator.h"
 #include "tests/exec/data_rows.h"
 
 namespace megascale::exec {

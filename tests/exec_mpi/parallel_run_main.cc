@@ -8,10 +8,10 @@
 #include <memory>
 
 #include "base/atomic_file.h"
-#include "exec/mpi_communicator.h"
-#include "exec/plan_trace_check.h"
+#include "exec/runtime/mpi_communicator.h"
+#include "exec/train/plan_trace_check.h"
 #include "tests/exec/tiny_run.h"
-#include "traces/trace_io.h"
+#include "traces/format/trace_io.h"
 
 namespace megascale::exec {
 namespace {
@@ -96,7 +96,7 @@ int Main(int argc, char** argv) {
                "rank 0: fail unless some TP all-gather or reduce-scatter ran while its rank computed");
   app.add_option("--recompute", recompute)->check(CLI::IsMember({"none", "selective", "full"}));
   app.add_flag("--check-plan-ops", check_plan_ops,
-               "rank 0: the trace's ops are the plan's, each after its dependencies (exec/plan_trace_check.h)");
+               "rank 0: the trace's ops are the plan's, each after its dependencies (exec/train/plan_trace_check.h)");
   app.add_option("--layers", t.layers);
   app.add_option("--kv-heads", t.kv_heads);
   app.add_option("--micro-batch", t.micro_batch);
@@ -111,7 +111,7 @@ int Main(int argc, char** argv) {
   app.add_option("--trace", trace, "write the run's trace here (rank 0)");
   std::string checkpoint_dir, params_out;
   int checkpoint_interval = 0;
-  app.add_option("--checkpoint-dir", checkpoint_dir, "checkpoint here (and resume from it: exec/checkpoint.h)");
+  app.add_option("--checkpoint-dir", checkpoint_dir, "checkpoint here (and resume from it: exec/train/checkpoint.h)");
   app.add_option("--checkpoint-interval", checkpoint_interval, "steps between checkpoints");
   app.add_option("--params-out", params_out, "rank 0: write the final parameters here (raw fp32)");
   app.add_flag("--check-reference", check);

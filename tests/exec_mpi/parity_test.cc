@@ -75,7 +75,7 @@ TEST(Parity, SimulatedAndRealTracesOfOneSlowRankGiveTheSameFindings) {
     EXPECT_TRUE(j->at("hang").is_null());
     EXPECT_TRUE(j->at("failure").is_null());
     EXPECT_FALSE(j->at("run_failed").get<bool>());
-    // And the what-if asks about it (the exec trace's step graph replays, traces/step_graph.h).
+    // And the what-if asks about it (the exec trace's step graph replays, traces/analysis/step_graph.h).
     EXPECT_TRUE(HasWhatIfFor(*j, "rank " + std::to_string(kSlowRank))) << j->at("what_if") << j->at("notes");
     // The straggler analysis ranks the slow rank's worker (TP 2 x DP 2: dp 0, stage 0) first, and
     // names no other (the other's transfers ran slow on the shared cores of the real run: no

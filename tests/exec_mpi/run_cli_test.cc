@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "exec/corpus.h"
+#include "exec/data/corpus.h"
 #include "tests/cli/cli_runner.h"
 #include "tests/exec_mpi/mpirun.h"
 

@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
-#include "traces/diagnose_input.h"
-#include "traces/timer_meta.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
+#include "traces/analysis/diagnose_input.h"
+#include "traces/import/timer_meta.h"
 
 namespace megascale::fuzz {
 namespace {

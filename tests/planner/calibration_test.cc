@@ -1,6 +1,6 @@
 // The cost model against every measured run of ../shared/reference/calibration.csv: prints
 // predicted against measured iteration time per row and checks the bar (MAPE <= 5%, no row
-// worse than 10%) with the stored per-GPU calibration (planner/calibration.cc); and against
+// worse than 10%) with the stored per-GPU calibration (planner/cost/calibration.cc); and against
 // vTrain's single-node A100 runs. The measured figures are read from the CSVs here and nowhere
 // else. `megascale fit` reproduces the stored fit and its leave-one-source-out error
 // (docs/calibration.md); tests/planner/reference_fit_test.cc checks the fitter itself.
@@ -12,11 +12,11 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/calibration.h"
-#include "planner/plan_builder.h"
-#include "planner/plan_with_constants.h"
-#include "planner/reference_fit.h"
-#include "planner/vtrain_runs.h"
+#include "planner/cost/calibration.h"
+#include "planner/fit/reference_fit.h"
+#include "planner/fit/vtrain_runs.h"
+#include "planner/program/plan_builder.h"
+#include "planner/program/plan_with_constants.h"
 #include "tests/planner/reference_files.h"
 
 namespace megascale {

@@ -1,8 +1,8 @@
-// NCCL's DP collectives in closed form (planner/collective_cost.h) against hand computation: the
+// NCCL's DP collectives in closed form (planner/cost/collective_cost.h) against hand computation: the
 // double binary tree's shape (NCCL's ncclGetDtree, drawn in its src/graph/trees.cc), the tree
 // all-reduce's bandwidth and fill terms, what AUTO picks, how the cost model applies the
 // cluster's collectives settings, and the settings' validation.
-#include "planner/collective_cost.h"
+#include "planner/cost/collective_cost.h"
 
 #include <algorithm>
 #include <set>
@@ -12,9 +12,9 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/cost_model.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 #include "tests/planner/scenarios.h"
 
 namespace megascale {

@@ -1,11 +1,11 @@
 // The cost model's figures against hand computation: GEMM shape efficiency (tiles over the SMs, edges, k loop),
 // attention (executed FLOPs, the grid's occupancy, sliding window, unfused scores), memory-bound
 // ops, NCCL bus-bandwidth formulas inside and across nodes, optimizer and per-step time.
-#include "planner/cost_model.h"
+#include "planner/cost/cost_model.h"
 
 #include <gtest/gtest.h>
 
-#include "planner/op_costs.h"
+#include "planner/cost/op_costs.h"
 #include "tests/planner/scenarios.h"
 #include "topology/cluster.h"
 

@@ -8,13 +8,13 @@
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
-#include "planner/calibration_fit.h"
-#include "planner/cost_model.h"
-#include "planner/layout.h"
-#include "planner/plan_builder.h"
-#include "planner/predictor.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/fit/calibration_fit.h"
+#include "planner/program/plan_builder.h"
+#include "planner/program/predictor.h"
+#include "planner/spec/layout.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 
 namespace megascale {
 namespace {
@@ -289,7 +289,7 @@ TEST(DeviceCalibration, TheFitTakesAnOpsOwnCpuTimeWhereTheTraceHasIt) {
   EXPECT_NEAR(comm["PP_SEND"].op_s(), 6e-6, 1e-9);
 }
 
-// The closed form's bound where ranks share cores (planner/core_pools.h): the 8 ranks' work over
+// The closed form's bound where ranks share cores (planner/cost/core_pools.h): the 8 ranks' work over
 // the pool's cores, far above the critical path of 8 devices, so halving the cores doubles it.
 TEST(DeviceCalibration, ThePredictionOfRanksSharingCoresIsTheirWorkOverTheCores) {
   auto step_with = [](int pools, int cores) {

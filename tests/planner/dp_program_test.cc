@@ -6,11 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/cost_model.h"
-#include "planner/memory.h"
-#include "planner/op_costs.h"
-#include "planner/plan_builder.h"
-#include "planner/plan_with_constants.h"
+#include "planner/cost/cost_model.h"
+#include "planner/cost/memory.h"
+#include "planner/cost/op_costs.h"
+#include "planner/program/plan_builder.h"
+#include "planner/program/plan_with_constants.h"
 #include "tests/planner/scenarios.h"
 
 namespace megascale {

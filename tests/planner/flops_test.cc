@@ -1,9 +1,9 @@
 // FLOPs per step: the hand formula, metrics.h, and the sum of the plan's per-op FLOPs agree.
 #include <gtest/gtest.h>
 
-#include "planner/metrics.h"
-#include "planner/op_costs.h"
-#include "planner/plan_builder.h"
+#include "planner/cost/metrics.h"
+#include "planner/cost/op_costs.h"
+#include "planner/program/plan_builder.h"
 #include "tests/planner/scenarios.h"
 
 namespace megascale {

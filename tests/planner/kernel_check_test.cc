@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "planner/cost_model.h"
-#include "planner/op_costs.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/cost/op_costs.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 
 namespace megascale {
 namespace {

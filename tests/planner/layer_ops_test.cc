@@ -1,7 +1,7 @@
-// How a layer pass's host and GPU times combine (planner/layer_ops.h, PassTime): by hand, and
+// How a layer pass's host and GPU times combine (planner/program/layer_ops.h, PassTime): by hand, and
 // against one real eager layer's passes timed on an H200 and on an H100 (bench/eager_layer.py,
 // stored in bench/data/h{200,100}-eager-layer-2026-11-26; nothing was fitted to them).
-#include "planner/layer_ops.h"
+#include "planner/program/layer_ops.h"
 
 #include <gtest/gtest.h>
 

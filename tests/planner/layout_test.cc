@@ -1,4 +1,4 @@
-#include "planner/layout.h"
+#include "planner/spec/layout.h"
 
 #include <gtest/gtest.h>
 

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 #include "tests/planner/scenarios.h"
 
 namespace megascale {

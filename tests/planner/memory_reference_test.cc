@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "base/csv.h"
-#include "planner/memory.h"
-#include "planner/schedule.h"
+#include "planner/cost/memory.h"
+#include "planner/spec/schedule.h"
 #include "tests/planner/reference_files.h"
 
 namespace megascale {

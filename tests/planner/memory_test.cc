@@ -1,8 +1,8 @@
-#include "planner/memory.h"
+#include "planner/cost/memory.h"
 
 #include <gtest/gtest.h>
 
-#include "planner/op_costs.h"
+#include "planner/cost/op_costs.h"
 #include "tests/planner/scenarios.h"
 
 namespace megascale {

@@ -1,4 +1,4 @@
-#include "planner/model_presets.h"
+#include "planner/spec/model_presets.h"
 
 #include <gtest/gtest.h>
 

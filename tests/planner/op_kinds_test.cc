@@ -1,7 +1,7 @@
-// The op-kind table (planner/op_kinds.h): one row per OpKind in enum order, the facts every part
+// The op-kind table (planner/spec/op_kinds.h): one row per OpKind in enum order, the facts every part
 // reads from it consistent with each other, MakeOp filling lane and group from it, and
 // docs/op_kinds.md printing it as it is.
-#include "planner/op_kinds.h"
+#include "planner/spec/op_kinds.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "planner/program_writer.h"
+#include "planner/program/program_writer.h"
 
 namespace megascale {
 namespace {
@@ -65,7 +65,9 @@ TEST(OpKinds, RowsAgreeWithThemselves) {
         break;
     }
     EXPECT_EQ(r.is_comm(), r.collective != Collective::kNone || r.cls == OpClass::kOther);
-    if (r.cls != OpClass::kCompute) EXPECT_EQ(r.cost, CostClass::kNone);
+    if (r.cls != OpClass::kCompute) {
+      EXPECT_EQ(r.cost, CostClass::kNone);
+    }
   }
   // The optimizer's update is the one compute op outside the passes.
   EXPECT_TRUE(OpKindOf(OPTIMIZER_STEP).allows(OPTIMIZER));

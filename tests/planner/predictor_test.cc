@@ -1,9 +1,9 @@
 // The predictor against hand-computed timelines and the classic pipeline-bubble formulas.
-#include "planner/predictor.h"
+#include "planner/program/predictor.h"
 
 #include <gtest/gtest.h>
 
-#include "planner/plan_builder.h"
+#include "planner/program/plan_builder.h"
 #include "tests/planner/scenarios.h"
 
 namespace megascale {

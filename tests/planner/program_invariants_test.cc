@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/op_kinds.h"
-#include "planner/plan_builder.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/op_kinds.h"
 #include "tests/planner/scenarios.h"
 
 namespace megascale {
@@ -55,7 +55,7 @@ TEST_P(ProgramInvariants, IdsAreIndicesAndDepsPointBackwards) {
   }
 }
 
-// Every op sits where its kind's row says (planner/op_kinds.h): its lane, its group, a phase the
+// Every op sits where its kind's row says (planner/spec/op_kinds.h): its lane, its group, a phase the
 // kind allows, and a kind that a training program holds.
 TEST_P(ProgramInvariants, EveryOpAgreesWithItsKindsRow) {
   for (const StageProgram& stage : plan_.stages()) {

@@ -1,12 +1,12 @@
-// planner/published_runs.h: a row of calibration.csv's columns becomes a scenario by the documented
+// planner/fit/published_runs.h: a row of calibration.csv's columns becomes a scenario by the documented
 // rules, and a malformed row is one message naming the file, the row, the column and the value.
-#include "planner/published_runs.h"
+#include "planner/fit/published_runs.h"
 
 #include <gtest/gtest.h>
 
 #include "tests/planner/calibration_csv_header.h"
 
-#include "planner/vtrain_runs.h"
+#include "planner/fit/vtrain_runs.h"
 
 namespace megascale {
 namespace {

@@ -1,7 +1,7 @@
-// planner/reference_fit.h against planted constants: rows whose "measured" times are the cost
+// planner/fit/reference_fit.h against planted constants: rows whose "measured" times are the cost
 // model's own predictions under known constants must be fitted back to those constants, and
 // leaving a source out must expose a source that no shared constant explains.
-#include "planner/reference_fit.h"
+#include "planner/fit/reference_fit.h"
 
 #include <cmath>
 

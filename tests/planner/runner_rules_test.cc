@@ -1,15 +1,15 @@
 // The rules the runners once enforced on their own, each now caught by validation (ResolveScenario,
 // what `megascale validate` runs), naming field, value and rule: the simulator's (sim/simulator.cc's
 // timeouts, sim/fault_plan.cc's and sim/fault_links.cc's fault checks, which now only guard a
-// hand-made spec) and the executor's (exec/trainer.cc's and exec/gpt_config.cc's, now
+// hand-made spec) and the executor's (exec/train/trainer.cc's and exec/model/gpt_config.cc's, now
 // validation::CheckRunnable, which the executor calls too).
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
-#include "planner/validate_run.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
+#include "planner/spec/validate_run.h"
 
 namespace megascale {
 namespace {
@@ -72,8 +72,8 @@ TEST(RunnerRules, TheSimulatorsTimeoutChecksAreValidations) {
                 "must be >= sim.heartbeat_interval_s (10)");
 }
 
-// exec/trainer.cc refused a TP size that does not divide the MLP or, with SP, the micro-batch's
-// rows; exec/gpt_config.cc a gated MLP. A scenario with a run block is held to them.
+// exec/train/trainer.cc refused a TP size that does not divide the MLP or, with SP, the micro-batch's
+// rows; exec/model/gpt_config.cc a gated MLP. A scenario with a run block is held to them.
 TEST(RunnerRules, TheExecutorsChecksAreValidationsForAScenarioWithARunBlock) {
   const std::string run = "run { device: \"cpu\" }";
   ExpectRefused(run, "layout.tp = 8", "must divide model.ffn_hidden (8196)", "ffn_hidden: 8196");

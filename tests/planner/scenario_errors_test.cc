@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "planner/scenario_io.h"
-#include "planner/search_space.h"
-#include "planner/validate.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/search_space.h"
+#include "planner/spec/validate.h"
 
 namespace megascale {
 namespace {

@@ -2,8 +2,8 @@
 // ResolveScenario.
 #pragma once
 
-#include "planner/model_presets.h"
 #include "planner/scenario.pb.h"
+#include "planner/spec/model_presets.h"
 
 namespace megascale::testing {
 

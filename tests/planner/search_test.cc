@@ -1,15 +1,15 @@
 // The layout search: the 175B model on 12,288 GPUs finds a layout at least as good as MegaScale's
 // hand-chosen one under the same options; results are ranked, fit in memory and come from the full
 // planner; impossible requests name the rule that failed.
-#include "planner/search.h"
+#include "planner/search/search.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 
 namespace megascale {
 namespace {

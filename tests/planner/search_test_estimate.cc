@@ -7,10 +7,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/search_estimate.h"
-#include "planner/validate.h"
+#include "planner/program/plan_builder.h"
+#include "planner/search/search_estimate.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 #include "topology/cluster.h"
 
 namespace megascale {

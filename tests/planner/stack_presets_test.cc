@@ -1,19 +1,19 @@
-// Stacks as data (planner/stack_presets.h): a named stack fills the switches a scenario leaves
+// Stacks as data (planner/spec/stack_presets.h): a named stack fills the switches a scenario leaves
 // unset, a switch the scenario sets wins, an unknown name is refused naming the field and the
 // known names (as data: Status::field_error()); an eager stack's launch cost stretches the passes
 // of a narrow model to the host's time and leaves a wide one alone.
-#include "planner/stack_presets.h"
+#include "planner/spec/stack_presets.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
-#include "planner/layer_ops.h"
-#include "planner/op_costs.h"
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/cost/op_costs.h"
+#include "planner/program/layer_ops.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 
 namespace megascale {
 namespace {

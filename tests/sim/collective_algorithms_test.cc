@@ -1,4 +1,4 @@
-// The simulator's DP collectives against planner/collective_cost.h's closed forms on a
+// The simulator's DP collectives against planner/cost/collective_cost.h's closed forms on a
 // non-blocking network (every flow alone on its links but for its own collective's, which share
 // each NIC max-min as the closed form assumes): the double binary tree, the ring in several
 // channels, NCCL's protocols by size (LL, LL128, Simple), and AUTO picking the tree (with LL or
@@ -6,8 +6,8 @@
 // as in the planner.
 #include <gtest/gtest.h>
 
-#include "planner/collective_cost.h"
-#include "planner/cost_model.h"
+#include "planner/cost/collective_cost.h"
+#include "planner/cost/cost_model.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace megascale::simtest {

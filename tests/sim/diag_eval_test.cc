@@ -31,11 +31,11 @@
 #include <sstream>
 #include <vector>
 
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 #include "sim/simulator.h"
-#include "traces/diagnosis.h"
+#include "traces/analysis/diagnosis.h"
 
 namespace megascale {
 namespace {

@@ -1,14 +1,14 @@
-// The long-horizon ETTR model (sim/ettr.h): exact in the failure-free case, its optimum
+// The long-horizon ETTR model (sim/ettr/ettr.h): exact in the failure-free case, its optimum
 // interval against Young's and Daly's formulas where they hold, reproducible, and the checkpoint
-// costs (sim/checkpoint_cost.h) of MegaScale's choices.
+// costs (sim/ettr/checkpoint_cost.h) of MegaScale's choices.
 #include <cmath>
 
 #include <gtest/gtest.h>
 
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
-#include "sim/checkpoint_cost.h"
-#include "sim/ettr.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
+#include "sim/ettr/checkpoint_cost.h"
+#include "sim/ettr/ettr.h"
 
 namespace megascale {
 namespace {

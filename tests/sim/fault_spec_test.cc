@@ -1,4 +1,4 @@
-// The link faults' rules (planner/validate_faults.cc: each error names field, value and rule) and
+// The link faults' rules (planner/spec/validate_faults.cc: each error names field, value and rule) and
 // their resolution into the fault plan (sim/fault_plan.h): which links, which GPUs keep their own
 // flows, the timeline. No simulation here.
 #include <algorithm>
@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 #include "sim/fault_links.h"
 #include "sim/fault_plan.h"
 

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "base/atomic_file.h"
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 #include "tests/sim/sim_test_util.h"
-#include "traces/diagnosis.h"
+#include "traces/analysis/diagnosis.h"
 
 namespace megascale::simtest {
 namespace {

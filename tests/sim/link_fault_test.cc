@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/sim/sim_test_util.h"
-#include "traces/diagnosis.h"
+#include "traces/analysis/diagnosis.h"
 
 namespace megascale::simtest {
 namespace {

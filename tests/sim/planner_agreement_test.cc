@@ -15,9 +15,9 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/plan_builder.h"
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/program/plan_builder.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 #include "sim/simulator.h"
 #include "tests/sim/sim_test_util.h"
 

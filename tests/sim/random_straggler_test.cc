@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/scenario_io.h"
-#include "planner/validate.h"
+#include "planner/spec/scenario_io.h"
+#include "planner/spec/validate.h"
 #include "sim/fault_plan.h"
 
 namespace megascale {

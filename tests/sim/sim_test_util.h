@@ -12,7 +12,7 @@
 #include "sim/platform.h"
 #include "sim/simulator.h"
 #include "topology/cluster.h"
-#include "traces/trace_sink.h"
+#include "traces/format/trace_sink.h"
 
 namespace megascale::simtest {
 

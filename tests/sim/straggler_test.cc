@@ -41,7 +41,7 @@ TEST(SimStraggler, SlowGpuStretchesComputeAndPeerWaitsInTpCollective) {
   EXPECT_EQ(sink.events.size(), 2u * 3u * 2u);
 }
 
-// An eager stack's host-bound op (planner/layer_ops.h): of its 3 ms, 2 ms wait for the host's
+// An eager stack's host-bound op (planner/program/layer_ops.h): of its 3 ms, 2 ms wait for the host's
 // launches, which a GPU at half speed does not stretch; its 1 ms of own work takes 2 ms.
 TEST(SimStraggler, ASlowGpuDoesNotStretchItsWaitForTheHost) {
   Plan plan = MakePlan(TestCluster(NONBLOCKING, 2, 2, 2), /*tp=*/1, 1, /*dp=*/2, /*steps=*/1);

@@ -1,4 +1,4 @@
-#include "traces/chrome_export.h"
+#include "traces/report/chrome_export.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tests/traces/trace_builders.h"
-#include "traces/diagnosis.h"
+#include "traces/analysis/diagnosis.h"
 
 namespace megascale {
 namespace {

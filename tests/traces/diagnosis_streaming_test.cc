@@ -9,9 +9,9 @@
 #include <iostream>
 
 #include "tests/traces/trace_builders.h"
-#include "traces/chrome_export.h"
-#include "traces/diagnosis.h"
-#include "traces/trace_io.h"
+#include "traces/analysis/diagnosis.h"
+#include "traces/format/trace_io.h"
+#include "traces/report/chrome_export.h"
 
 namespace megascale {
 namespace {

@@ -1,4 +1,4 @@
-#include "traces/diagnosis.h"
+#include "traces/analysis/diagnosis.h"
 
 #include <gtest/gtest.h>
 

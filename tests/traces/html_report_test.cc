@@ -1,6 +1,6 @@
 // The HTML report: one self-contained file with the findings, the SVG heat map (one cell per
 // rank), the breakdown and the timeline; written atomically.
-#include "traces/html_report.h"
+#include "traces/report/html_report.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 
 #include "base/atomic_file.h"
 #include "tests/traces/trace_builders.h"
-#include "traces/diagnose_input.h"
-#include "traces/rank_view.h"
+#include "traces/analysis/diagnose_input.h"
+#include "traces/report/rank_view.h"
 
 namespace megascale {
 namespace {

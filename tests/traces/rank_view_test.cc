@@ -1,6 +1,6 @@
-// The 3D-parallel view of one rank (traces/rank_view.h): its TP, DP and PP groups from the
+// The 3D-parallel view of one rank (traces/report/rank_view.h): its TP, DP and PP groups from the
 // layout, each member's compute against its peers' median, and which rank is shown by default.
-#include "traces/rank_view.h"
+#include "traces/report/rank_view.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // would mislead the step graph: a gradient reduction that ended while the backward idled, a
 // receive of another micro-batch, a bucket that queued behind a slow one (launch_ns), and a
 // receive that ended long before the compute op that takes it.
-#include "traces/step_graph.h"
+#include "traces/analysis/step_graph.h"
 
 #include <gtest/gtest.h>
 

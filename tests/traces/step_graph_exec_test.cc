@@ -1,9 +1,9 @@
-// The step graph of exec traces (traces/step_graph.h): what a real run records that a simulated
+// The step graph of exec traces (traces/analysis/step_graph.h): what a real run records that a simulated
 // one does not. Two threads on one lane, a tied-embedding all-reduce numbered in the pipeline
 // group's counter, ranks whose clocks started apart, eager sends: each used to give the graph an
 // edge back in time (the first pair, a cycle: `megascale diagnose` skipped the what-if), and each
 // must now replay the trace exactly.
-#include "traces/step_graph.h"
+#include "traces/analysis/step_graph.h"
 
 #include <gtest/gtest.h>
 
@@ -38,7 +38,7 @@ int InstanceOf(const StepGraph& g, int rank, OpKind kind) {
 }
 
 // TP 1 x PP 2 x DP 2 (ranks 0, 1 on stage 0; 2, 3 on stage 1), the end of a backward as
-// exec/distributed_optimizer.cc records it, taken from an 8-rank run whose graph had a cycle.
+// exec/parallel/distributed_optimizer.cc records it, taken from an 8-rank run whose graph had a cycle.
 // The DP lane thread's reduce-scatter (DP_COMM, seq 0 of the DP group) and the compute thread's
 // tied-embedding all-reduce (also on DP_COMM, group PP_GROUP, seq 8 of the pipeline counter that
 // the sends and receives share) overlap on rank 0; rank 1, slower, ran them one after the other in

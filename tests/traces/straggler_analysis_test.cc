@@ -3,7 +3,7 @@
 // the timestamps alone and name the cause. Every case runs through CSV and JSON lines, YAML and
 // JSON metadata, per-step and global clocks, grouped and shuffled rows, sparse and consecutive
 // steps, with the same result.
-#include "traces/straggler_analysis.h"
+#include "traces/analysis/straggler_analysis.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include "base/atomic_file.h"
 #include "tests/traces/timer_trace_gen.h"
 #include "tests/traces/trace_builders.h"
-#include "traces/diagnose_input.h"
+#include "traces/analysis/diagnose_input.h"
 
 namespace megascale {
 namespace {

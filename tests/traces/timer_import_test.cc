@@ -12,10 +12,10 @@
 #include "base/atomic_file.h"
 #include "tests/traces/timer_trace_gen.h"
 #include "tests/traces/trace_builders.h"
-#include "traces/diagnose_input.h"
-#include "traces/step_graph.h"
-#include "traces/timer_meta.h"
-#include "traces/trace_import.h"
+#include "traces/analysis/diagnose_input.h"
+#include "traces/analysis/step_graph.h"
+#include "traces/import/timer_meta.h"
+#include "traces/import/trace_import.h"
 
 namespace megascale {
 namespace {

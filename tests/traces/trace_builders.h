@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "traces/format/trace_io.h"
+#include "traces/format/trace_sink.h"
 #include "traces/trace.pb.h"
-#include "traces/trace_io.h"
-#include "traces/trace_sink.h"
 
 namespace megascale::testing_traces {
 

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "tests/traces/trace_builders.h"
-#include "traces/compare_report.h"
-#include "traces/diagnose_input.h"
-#include "traces/trace_compare.h"
+#include "traces/analysis/diagnose_input.h"
+#include "traces/analysis/trace_compare.h"
+#include "traces/report/compare_report.h"
 
 namespace megascale {
 namespace {

@@ -1,6 +1,6 @@
 // Imports: our Chrome export read back into the same trace; Megatron timer CSV mapped to events;
 // per-rank end order restored; format detection; errors that name the input.
-#include "traces/trace_import.h"
+#include "traces/import/trace_import.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 
 #include "base/atomic_file.h"
 #include "tests/traces/trace_builders.h"
-#include "traces/chrome_export.h"
-#include "traces/diagnose_input.h"
-#include "traces/end_order_sink.h"
+#include "traces/analysis/diagnose_input.h"
+#include "traces/format/end_order_sink.h"
+#include "traces/report/chrome_export.h"
 
 namespace megascale {
 namespace {

@@ -1,4 +1,4 @@
-#include "traces/trace_io.h"
+#include "traces/format/trace_io.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>

@@ -1,12 +1,12 @@
 // The step graph and its replay: an unmodified replay gives the trace back exactly; healing a
 // culprit gives the step time worked out by hand.
-#include "traces/what_if.h"
+#include "traces/analysis/what_if.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "planner/metrics.h"
+#include "planner/cost/metrics.h"
 #include "tests/traces/trace_builders.h"
 
 namespace megascale {
