@@ -1,5 +1,5 @@
 #!/bin/bash
-# MegaScale's ablation ladder as the twin predicts it (issue 18): each rung of
+# MegaScale's ablation ladder as the twin predicts it: each rung of
 # scenarios/ablation-175b-256-*.textproto adds one optimization to the one before it; this prints
 # each rung's MFU from `megascale plan` and from `megascale simulate`, the gain over the rung
 # before it and over the baseline, and where the step's time went (compute, exposed communication,
@@ -9,7 +9,7 @@
 #
 # PAPER.csv (optional): the paper's MFU per rung, lines "rung,mfu_percent" (rung 0-8, as the file
 # names number them), printed beside the twin's with the paper's gain per rung and the difference,
-# and the total gain from rung 0 to the last held against the paper's (issue 18: within 3 points).
+# and the total gain from rung 0 to the last held against the paper's (within 3 points).
 # The paper's figures are not in ../shared/reference/, and none are copied here: a benchmark, not
 # a test. ~1 minute on 2 cores (the simulations, 6 s each).
 set -euo pipefail
@@ -66,12 +66,12 @@ print("gain: MFU points over the rung before (simulated); total: over the baseli
       "3x the batch per step with LAMB: its step is longer, its MFU the comparable figure.")
 last = len(rows) - 1
 if paper and 0 in paper and last in paper:
-    # Issue 18's bar: the total gain from the baseline to the last rung within 3 MFU points.
+    # The twin's bar: the total gain from the baseline to the last rung within 3 MFU points of the paper's.
     twin_total = 100 * (rows[last][2]["mfu"] - rows[0][2]["mfu"])
     paper_total = paper[last] - paper[0]
     off = twin_total - paper_total
     print(f"total gain, rung 0 -> {last}: twin {twin_total:+.1f}, paper {paper_total:+.1f}, "
-          f"difference {off:+.1f} MFU points ({'within' if abs(off) <= 3 else 'beyond'} the 3 points issue 18 asks)")
+          f"difference {off:+.1f} MFU points ({'within' if abs(off) <= 3 else 'beyond'} the 3-point bar)")
 elif paper:
     print(f"total gain: the paper file lacks rung 0 or rung {last}; no total to hold against")
 EOF

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Does the twin predict a real run on this machine once calibrated? (issue 16, docs/calibrate.md)
+# Does the twin predict a real run on this machine once calibrated? (docs/calibrate.md)
 #
 #   bench/calibrate_check.sh [BUILD_DIR]
 #

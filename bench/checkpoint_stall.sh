@@ -1,5 +1,5 @@
 #!/bin/bash
-# What a two-stage checkpoint costs training (issue 17): run-tiny-8 on 8 CPU ranks, a checkpoint
+# What a two-stage checkpoint costs training: run-tiny-8 on 8 CPU ranks, a checkpoint
 # every INTERVAL steps (default 10) for STEPS steps (default 60); prints the blocking part of the
 # last checkpoint (stage 1: the copy to host memory), the median step, and their ratio; then the same
 # with two_stage off (the whole write blocks).

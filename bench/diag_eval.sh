@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Evaluation of the diagnosis (issue 6) at benchmark size: the ctest evaluation
+# Evaluation of the diagnosis at benchmark size: the ctest evaluation
 # (tests/sim/diag_eval_test.cc: randomized injected faults on 1,024 simulated ranks, scored, tables
 # printed) with more cases and any seed.
 # Usage: bench/diag_eval.sh [BUILD_DIR] [CASES (default 1000)] [SEED (default 2)] [JOBS (default 2)]

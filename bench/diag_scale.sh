@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale benchmark of the diagnosis (issue 6): a 12,288-rank x 10-step trace (TP 8 x PP 8 x DP 192,
+# Scale benchmark of the diagnosis: a 12,288-rank x 10-step trace (TP 8 x PP 8 x DP 192,
 # the layout of scenarios/megascale-175b-12288; synthetic, see bench/diag_trace_gen.cc for why)
 # analysed by `megascale diagnose` (both passes: engine and what-if), timed.
 # Usage: bench/diag_scale.sh [BUILD_DIR] [MICROBATCHES] [STEPS]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where an eager layer waits for its host: a Megatron-DeepSpeed GPT layer (one TP rank's share,
 no communication) timed on one GPU, pass by pass, beside the host's time to issue it and the
-GPU's kernel time (issue 18, item 1: the per-kernel launch term and the host-bound floor).
+GPU's kernel time (the per-kernel launch term and the host-bound floor).
 
 The layer is the vTrain stack's (../shared/reference/README.md): pre-LayerNorm, QKV with bias,
 unfused attention (baddbmm scores, softmax, dropout, bmm; --mask), projection, fused

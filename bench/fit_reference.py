@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fits one of the eager stacks' host costs on vTrain's single-node A100 runs and cross-validates
-it, so that a fit that only memorises shows (issue 18, item 5): layout.kernels.launch_us (default)
+it, so that a fit that only memorises shows: layout.kernels.launch_us (default)
 or layout.kernels.micro_batch_host_us (--knob), the other held at the stack's value.
 
 launch_us is the host's time to issue one kernel in eager PyTorch (planner/spec/stack_presets.cc,

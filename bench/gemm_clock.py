@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Does a GEMM's efficiency depend on its size once the GPU has been busy long enough to sit at its
-power limit? (issue 18, item 1: the level of the GEMM efficiency curve.)
+power limit? (the level of the GEMM efficiency curve.)
 
 bench/shape_check.py found mid-size bf16 GEMMs (25-100 us) at 720-770 TFLOP/s on an H200 where an
 8192^3 GEMM reaches 678: either mid-size tiles really run faster, or those kernels ran isolated, at

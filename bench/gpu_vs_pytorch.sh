@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# megascale's GPU executor against PyTorch on the same GPT, on this machine's one GPU, in one run
-# (issue 7). Plans SCENARIO (a one-GPU layout with run.device "cuda"), trains it with
+# megascale's GPU executor against PyTorch on the same GPT, on this machine's one GPU, in one run.
+# Plans SCENARIO (a one-GPU layout with run.device "cuda"), trains it with
 # `megascale run --json`, then trains the same model (from the plan's "model" object) with
 # bench/pytorch_gpt.py in eager (SDPA) and torch.compile modes, and prints one line per trainer:
 # step time, tokens/s, MFU (both from the plan's model FLOPs) and the ratio to PyTorch's best.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What the work beyond the layers costs one GPU per TP degree: the tied embedding, the LM head
-and Megatron's vocab-parallel cross-entropy, as eager PyTorch runs them (issue 18).
+and Megatron's vocab-parallel cross-entropy, as eager PyTorch runs them.
 
 vTrain's runs (../shared/reference/vtrain-single-node-a100.csv; bench/vtrain_check.py's cost
 split) pay 4.2-4.5 ms per sequence x hidden / 1,024 beyond their layers at TP 1 and 0.8-1.1 ms at

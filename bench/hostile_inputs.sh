@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hostile inputs of issue 15, one of each kind it names, run through the CLI: each must give one
+# Hostile inputs, one of each kind the readers refuse, run through the CLI: each must give one
 # line `megascale: error: ...`, exit 2, within a second and under 200 MB (peak RSS, /usr/bin/time).
 # Prints one row per input (exit code, wall, peak MiB, the message) and exits 1 if any row fails.
 # The messages and exit codes are also asserted by the suites (tests/cli/bad_input_test.cc,

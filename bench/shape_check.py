@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Times, on a real GPU, every kernel bench/shape_probe.cc lists, and holds the cost model's
-prediction against it (issue 18, item 1: shape-aware compute costs, checked off the reference files).
+prediction against it (shape-aware compute costs, checked off the reference files).
 
 The kernels are what one GPU runs for a transformer layer at hidden 1,024-12,288, TP 1-8 and
 micro-batch 1-4 (seq 2,048): each GEMM of the QKV, projection and MLP ops, forward and backward,

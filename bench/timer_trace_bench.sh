@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Speed of the diagnosis on timer traces as real jobs write them (issue 14): a 64-rank job (DP 16 x
+# Speed of the diagnosis on timer traces as real jobs write them: a 64-rank job (DP 16 x
 # PP 4, every rank recorded), 40 sampled steps, ~120,000 rows, one worker 1.5x slower, in CSV and
 # in JSON lines, analysed by `megascale diagnose` (both passes and the straggler what-if over all
 # 40 steps), timed. The generator (tests/traces/timer_trace_gen.h) knows the true S.

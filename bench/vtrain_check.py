@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The planner against vTrain's 1,440 measured single-node A100 runs (issue 18's narrow shapes).
+"""The planner against vTrain's 1,440 measured single-node A100 runs (narrow shapes).
 
 ../shared/reference/vtrain-single-node-a100.csv (its README gives the stack): each row becomes a
 scenario by fixed rules (planner/fit/vtrain_scenario.tmpl, which planner/fit/vtrain_runs.cc compiles in),
@@ -8,7 +8,7 @@ no FlashAttention, nothing overlapped: the DP all-reduce after the backward, i.e
 buckets), full activation recomputation, 1F1B, no ZeRO, GPT-2's vocabulary, one A100 node of up to
 8 GPUs at the A100's NVLink (the template says why not vTrain's 150 GB/s). `megascale plan --json` predicts the
 iteration time; this prints the error overall (MAPE, worst rows) and per TP degree and per hidden
-size (each group's mean signed error and MAPE), the groups issue 18 asks to bring within 5 %, and
+size (each group's mean signed error and MAPE), the groups a good model brings within 5 %, and
 the share of each group's predicted step that its compute waits for the host's launches
 (breakdown.host_wait_s; a TP collective's share of the wait counts as communication).
 Then where the time goes, measured beside predicted (cost_split_table): the file holds each

@@ -1,6 +1,6 @@
 // `megascale fit`: the cost model's per-GPU constants fitted on the published runs of a reference
 // folder (planner/fit/reference_fit.h), printed beside the stored ones with each file's error under
-// both; with --loso, each source held out in turn (issue 18, item 5; docs/calibration.md).
+// both; with --loso, each source held out in turn (docs/calibration.md).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -40,8 +40,8 @@ void PrintKnobs(const ConstantsFit& fit) {
               fit.objective_start, fit.objective);
 }
 
-// A many-row file's error per TP degree and per hidden size (issue 18 asks each group's mean
-// within 5 %): mean signed error and MAPE under the stored and the fitted constants.
+// A many-row file's error per TP degree and per hidden size (the bar: each group's mean within
+// 5 %): mean signed error and MAPE under the stored and the fitted constants.
 void PrintGroups(const std::vector<PublishedRun>& runs, const std::vector<RunPrediction>& stored,
                  const std::vector<RunPrediction>& fitted) {
   const std::pair<const char*, std::function<int(const Scenario&)>> keys[] = {

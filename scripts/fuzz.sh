@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the readers (issue 15): builds the libFuzzer targets of tests/fuzz with clang 14, ASan and
+# Fuzzes the readers: builds the libFuzzer targets of tests/fuzz with clang 14, ASan and
 # UBSan in ./build-fuzz (installing clang-14 and its runtime from Debian's packages if missing), then
 # runs each target for SECONDS (default 12: about a minute for all five, what CI spends), seeded from
 # tests/fuzz/corpus/<target> (and scenarios/ for the scenario target). Prints per target the runs,

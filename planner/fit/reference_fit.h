@@ -1,6 +1,6 @@
 // Fitting the cost model's per-GPU constants (planner/cost/calibration.h) on published measured runs
 // (planner/fit/published_runs.h, planner/fit/vtrain_runs.h), and leave-one-source-out cross-validation,
-// so that a fit that only memorises its rows shows (issue 18; `megascale fit`, docs/calibration.md).
+// so that a fit that only memorises its rows shows (`megascale fit`, docs/calibration.md).
 //
 // The fit is a coordinate descent: each step tries one constant up and down by its step, keeps
 // what lowers the objective, and halves the steps after a sweep without gain, until the steps are
@@ -44,7 +44,7 @@ double Mape(const std::vector<PublishedRun>& runs, const std::vector<RunPredicti
 double WorstError(const std::vector<PublishedRun>& runs, const std::vector<RunPrediction>& predictions);
 
 // Per value of `key` (a TP degree, a hidden size) over the runs in the MAPE: the rows, the mean
-// signed error and the MAPE (issue 18 asks each TP degree's and hidden size's mean within 5 %).
+// signed error and the MAPE (the bar: each TP degree's and hidden size's mean within 5 %).
 struct GroupError {
   int rows = 0;
   double mean = 0, mape = 0;

@@ -1,4 +1,4 @@
-// Software stacks as data (issue 18): what differs between the stacks that published runs used
+// Software stacks as data: what differs between the stacks that published runs used
 // (fused kernels, which communication overlaps compute, sequence parallelism, the data pipeline,
 // the host's time to launch a kernel, the gradients' type)
 // is one named preset, so a scenario says "megatron-lm" instead of restating six switches. A preset

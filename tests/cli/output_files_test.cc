@@ -1,5 +1,5 @@
-// No command writes, replaces or deletes a file the user did not name as an output (issue 15,
-// "files"): an output equal to an input or to another output is refused, an empty path is refused,
+// No command writes, replaces or deletes a file the user did not name as an output: an output
+// equal to an input or to another output is refused, an empty path is refused,
 // and simulate's temporary trace for a Chrome export never takes a user's file name.
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-// Re-simulating an unmodified trace reproduces its step time within 1% (issue 6): a run is
+// Re-simulating an unmodified trace reproduces its step time within 1%: a run is
 // simulated through the binary into a trace, then each completed step's dependency graph is
 // rebuilt from the trace alone (traces/analysis/step_graph.h, what the what-if replays) and replayed with
 // every op's own duration. The replayed step (replay end minus the previous step's end, the

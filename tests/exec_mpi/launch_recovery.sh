@@ -1,5 +1,5 @@
 #!/bin/bash
-# `megascale launch` recovers a job from a dead or a hung rank (issue 17): 8 CPU ranks, TP 2 x PP 2
+# `megascale launch` recovers a job from a dead or a hung rank: 8 CPU ranks, TP 2 x PP 2
 # x DP 2, 8 steps, a checkpoint every 2 steps; a random rank is killed (KILL) or stopped (FREEZE) as
 # a random step begins. The driver must detect it within 5 s (the culprit's silence when the attempt
 # ended), name that rank, train again within 60 s from the last complete checkpoint, and end with

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Ctrl-C to `megascale launch` (issue 17, from a new user's review: the driver died at once, with no
+# Ctrl-C to `megascale launch` (from a new user's review: the driver died at once, with no
 # report, leaving the attempt's temporary trace): 8 CPU ranks, 2,000 steps asked; SIGINT to the
 # driver once training is under way. It passes the signal on to the running attempt, whose ranks
 # stop at one step boundary with their trace closed; no attempt follows; the driver prints its

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SIGTERM ends a run cleanly (issue 17): 8 CPU ranks under mpirun, 2,000 steps asked, a checkpoint
+# SIGTERM ends a run cleanly: 8 CPU ranks under mpirun, 2,000 steps asked, a checkpoint
 # every 500; SIGTERM to mpirun once step 20 is done. Every rank stops at the same step boundary: a checkpoint
 # of it is written and named by MANIFEST, the trace is closed and reads in `megascale diagnose`
 # with that many steps, the summary is printed, and no temporary file is left in the folder.

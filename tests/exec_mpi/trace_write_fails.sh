@@ -1,7 +1,7 @@
 #!/bin/bash
 # A trace write that fails mid-run (here: a file-size limit, as a full disk would) is reported after
 # the step it failed at, the run trains on, prints its summary and exits 1; no temporary file is
-# left (issue 17). One rank, no launcher.
+# left. One rank, no launcher.
 #   trace_write_fails.sh MEGASCALE_BINARY
 set -uo pipefail
 BIN=$1

@@ -1,4 +1,4 @@
-// The fuzz targets' entries (issue 15): each takes arbitrary bytes as one input of a reader and runs
+// The fuzz targets' entries: each takes arbitrary bytes as one input of a reader and runs
 // it through what a command would do with it. None may crash, hang, or allocate without bound;
 // statuses (refusals) are fine. Built twice: into libFuzzer targets with ASan and UBSan
 // (fuzz_target.cc, scripts/fuzz.sh), and into fuzz_tests, which replays the seed corpora and every

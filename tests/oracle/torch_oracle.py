@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch as an independent oracle for `megascale run` (issue 16).
+"""PyTorch as an independent oracle for `megascale run`.
 
 Reads a step dump (`megascale run SCENARIO --dump-first-step FILE`, format in exec/train/step_dump.h):
 the model's sizes, the first step's whole batch, the parameters before it, megascale's loss and

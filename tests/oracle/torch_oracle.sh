@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PyTorch as an independent oracle for `megascale run` (issue 16): runs the scenario's first step
+# PyTorch as an independent oracle for `megascale run`: runs the scenario's first step
 # with `megascale run --dump-first-step` (under mpirun when the plan needs more than one rank),
 # then tests/oracle/torch_oracle.py rebuilds the same GPT in PyTorch (CPU, fp32), loads the dumped
 # parameters and batch, and checks the loss and every gradient (relative 1e-4).

@@ -91,7 +91,7 @@ TEST(Calibration, ConstantsDependOnlyOnTheGpuType) {
   EXPECT_GE(checked, 10);
 }
 
-// vTrain's 1,440 single-node runs (issue 18's narrow shapes) under the stored constants: the MAPE
+// vTrain's 1,440 single-node runs (narrow shapes) under the stored constants: the MAPE
 // and each TP degree's and hidden size's mean error and MAPE. The 5 % on each group's mean is issue
 // 18's bar (TP 4 sits at +3.8 %, TP 1 at -2.2 %: a change that moves one past it fails here, as it
 // should, and says so); the MAPE's 7.5 % and TP 8's 15 % guard what the model reaches, short of

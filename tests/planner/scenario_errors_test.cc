@@ -1,4 +1,4 @@
-// A scenario error carries its field, value and rule as data (issue 16): callers read them from
+// A scenario error carries its field, value and rule as data: callers read them from
 // Status::field_error(), never out of the message, and the message is built from the same parts.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-// Evaluation of the diagnosis on randomized faults injected into simulated 1,024-rank runs
-// (issue 6): each case is a scenario made here, simulated with the streaming diagnosis as its sink
+// Evaluation of the diagnosis on randomized faults injected into simulated 1,024-rank runs:
+// each case is a scenario made here, simulated with the streaming diagnosis as its sink
 // (what `megascale simulate --json` reports; the engine `diagnose` runs on a trace), and the
 // findings are scored against the injected truth:
 //   slow GPU        faults.stragglers, one random rank, compute 5% slower (speed 1/1.05)
@@ -312,7 +312,7 @@ TEST(DiagEval, RandomizedInjectionsOn1024Ranks) {
   for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
   std::fflush(stdout);
 
-  // The issue's bar (issue 6, "Done when").
+  // The bar the diagnosis is held to.
   EXPECT_GE(precision, 0.99);
   EXPECT_GE(recall, 0.99);
   EXPECT_GE(hang_top1, 0.99);

@@ -1,5 +1,5 @@
 // The twin's two halves agree: for the same plan on a non-blocking network with no faults, the
-// simulator's step time is the planner's prediction within 3% (issue 3). The planner evaluates the
+// simulator's step time is the planner's prediction within 3%. The planner evaluates the
 // programs' dependency graph with closed-form network times; the simulator runs the same programs
 // with SimGrid flows over the cluster's links. Where they differ it is the flows' max-min sharing
 // (e.g. a DP ring's flows and PP transfers meeting on one NIC), which the planner does not model.

@@ -73,7 +73,7 @@ TEST(TimerMeta, BadMetadataNamesTheKeyTheValueAndTheRule) {
             std::string::npos);
   EXPECT_NE(MetaError("o.yaml", "dp_size: 1\npp_size: 1\ntp_size: 1\nrank_order: PP_FIRST\n").find("rank_order"),
             std::string::npos);
-  // Types (issue 15): a name is text, a number is a number, a value is one value.
+  // Types: a name is text, a number is a number, a value is one value.
   EXPECT_NE(MetaError("n.json", R"({"dp": 1, "pp": 1, "tp": 1, "scenario_name": 7})")
                 .find("\"scenario_name\" = 7: must be a text, not a number"),
             std::string::npos);

@@ -1,4 +1,4 @@
-// Two traces of one plan held side by side by (rank, step, op id) (issue 16's `compare`).
+// Two traces of one plan held side by side by (rank, step, op id) (`compare`).
 #include <gtest/gtest.h>
 
 #include <cstdio>

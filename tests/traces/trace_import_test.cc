@@ -147,7 +147,7 @@ TEST(ChromeImport, InvalidJsonNamesThePath) {
   std::remove(json.c_str());
 }
 
-// A Chrome trace distrusted (issue 15): each field out of its range is refused naming the element,
+// A Chrome trace distrusted: each field out of its range is refused naming the element,
 // the field, the value and the rule; a file with no trace event is no trace.
 TEST(ChromeImport, HostileElementsAreRefusedByIndexAndField) {
   const std::string path = TempPath("hostile.json");

@@ -1,4 +1,4 @@
-// Two traces of one plan laid side by side, op by op (issue 16: "every prediction can be held
+// Two traces of one plan laid side by side, op by op ("every prediction can be held
 // against a run"): the predicted one (usually `simulate --trace`) and the measured one (`run
 // --trace`, or another simulation). Ops are matched by (rank, step, op id): the plan's op ids,
 // which the simulator and the executor both use, so the same key names the same op of the same
