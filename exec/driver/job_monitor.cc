@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <regex>
 
-namespace megascale::cli {
+namespace megascale::exec {
 
 JobMonitor::JobMonitor(int world, double heartbeat_timeout_s, double started_s)
     : ranks_(world), timeout_s_(heartbeat_timeout_s), started_s_(started_s) {}
 
-void JobMonitor::OnBeat(const exec::Beat& b, int attempt, double now) {
+void JobMonitor::OnBeat(const Beat& b, int attempt, double now) {
   if (b.attempt != attempt || b.rank < 0 || b.rank >= world()) return;
   RankSeen& r = ranks_[b.rank];
   if (r.first_beat < 0) r.first_beat = now;
@@ -77,4 +77,4 @@ std::optional<int> RankNamedBy(const std::string& line) {
   return std::stoi(m[1]);
 }
 
-}  // namespace megascale::cli
+}  // namespace megascale::exec

@@ -14,11 +14,11 @@
 
 #include "exec/runtime/heartbeat.h"
 
-namespace megascale::cli {
+namespace megascale::exec {
 
 struct RankSeen {
   double first_beat = -1, last_beat = -1;  // driver clock, s; -1: never
-  exec::Beat beat;                         // the last one
+  Beat beat;                         // the last one
 };
 
 class JobMonitor {
@@ -26,7 +26,7 @@ class JobMonitor {
   JobMonitor(int world, double heartbeat_timeout_s, double started_s);
 
   // A beat of this attempt (others are ignored: a late beat of a killed job).
-  void OnBeat(const exec::Beat& b, int attempt, double now);
+  void OnBeat(const Beat& b, int attempt, double now);
   // A line the launcher printed; notes the rank it says died.
   void OnLauncherLine(const std::string& line);
 
@@ -57,4 +57,4 @@ class JobMonitor {
 // if it names one.
 std::optional<int> RankNamedBy(const std::string& launcher_line);
 
-}  // namespace megascale::cli
+}  // namespace megascale::exec

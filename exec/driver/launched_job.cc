@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace megascale::cli {
+namespace megascale::exec {
 
 Result<std::unique_ptr<LaunchedJob>> LaunchedJob::Start(const std::vector<std::string>& argv) {
   int out[2], err[2];
@@ -112,4 +112,4 @@ void LaunchedJob::Kill(const std::vector<long>& pids) {
   exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-}  // namespace megascale::cli
+}  // namespace megascale::exec

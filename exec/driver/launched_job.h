@@ -12,7 +12,7 @@
 
 #include "base/status.h"
 
-namespace megascale::cli {
+namespace megascale::exec {
 
 class LaunchedJob {
  public:
@@ -46,4 +46,4 @@ class LaunchedJob {
   int exit_code_ = 0;
 };
 
-}  // namespace megascale::cli
+}  // namespace megascale::exec

@@ -102,6 +102,59 @@ Result<StepGraph> StepGraph::Build(const std::vector<TraceEvent>& events, const 
   return Build(std::move(reduced), header);
 }
 
+namespace {
+
+// The layout a trace's header names (each size at least 1; HasLayout says whether it names one).
+RankLayout LayoutOf(const TraceHeader& header) {
+  LayoutSpec spec;
+  spec.set_tp(std::max(1, header.tp()));
+  spec.set_pp(std::max(1, header.pp()));
+  spec.set_dp(std::max(1, header.dp()));
+  spec.set_rank_order(header.rank_order());
+  return RankLayout(spec);
+}
+
+bool HasLayout(const TraceHeader& header) { return header.tp() > 0 && header.pp() > 0 && header.dp() > 0; }
+
+}  // namespace
+
+// The groups of one step's communication ops that are one collective occurrence each: TP and DP
+// collectives by (group, seq, type); PP pairs by pp_pair.h's key; other collectives of the pipeline
+// group (exec's tied-embedding all-reduce between the first and the last stage, numbered in a counter
+// it shares with the sends and receives) by (pipeline group, type, occurrence on the rank);
+// collectives of the whole job by (type, seq). Each run of `flat` is one group's ops.
+struct StepGraph::Groups {
+  enum Kind { kTp, kDp, kPpPair, kPpCollective, kWorld };
+  struct Run {
+    int t;
+    size_t begin, end;
+  };
+  struct Members {
+    const int* b;
+    const int* e;
+    const int* begin() const { return b; }
+    const int* end() const { return e; }
+    size_t size() const { return static_cast<size_t>(e - b); }
+    int operator[](size_t k) const { return b[k]; }
+  };
+  std::vector<Run> runs;
+  std::vector<int> flat;
+  int tp = 1, dp = 1, pp = 1;
+
+  Members members(const Run& r) const { return Members{flat.data() + r.begin, flat.data() + r.end}; }
+  // Whether a group has the members its kind needs to be one whole collective.
+  bool whole(const Run& r) const {
+    const size_t n = r.end - r.begin;
+    switch (r.t) {
+      case kTp: return n == static_cast<size_t>(tp);
+      case kDp: return n == static_cast<size_t>(dp);
+      case kPpPair: return n == 2;
+      case kWorld: return n >= 2;
+      default: return n >= 2 && n <= static_cast<size_t>(pp);  // the stages holding it
+    }
+  }
+};
+
 Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHeader& header,
                                    const std::vector<int64_t>* previous_end) {
   StepGraph g;
@@ -111,25 +164,41 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
     if (a.end_ns != b.end_ns) return a.end_ns < b.end_ns;
     return a.lane < b.lane;
   });
-  auto event = [&](int i) -> const StepEvent& { return events[i]; };
-  const bool has_layout = header.tp() > 0 && header.pp() > 0 && header.dp() > 0;
-  LayoutSpec spec;
-  spec.set_tp(std::max(1, header.tp()));
-  spec.set_pp(std::max(1, header.pp()));
-  spec.set_dp(std::max(1, header.dp()));
-  spec.set_rank_order(header.rank_order());
-  const RankLayout layout(spec);
+  const RankLayout layout = LayoutOf(header);
+  const bool worker_level = g.PlaceOps(events, header, layout);
+  std::vector<std::pair<int, int>> edges;  // (op, pred), rank by rank; CSR below
+  edges.reserve(events.size() * 2);
   const int n = static_cast<int>(events.size());
-  g.ops_.resize(n);
-  g.start_ns_ = INT64_MAX;
-  g.end_ns_ = INT64_MIN;
+  for (int b = 0; b < n;) {
+    int e = b;
+    while (e < n && g.ops_[e].rank == g.ops_[b].rank) ++e;
+    AddRankEdges(g.ops_, events, b, e, &edges);
+    b = e;
+  }
+  if (HasLayout(header)) {
+    const Groups groups = g.GroupCollectives(events, header, layout, worker_level);
+    g.AlignClocks(groups, header, layout);
+    g.NumberInstances(groups, &edges);
+  }
+  if (g.inst_begin_.empty()) g.inst_begin_.push_back(0);
+  g.SetPredsAndSlack(std::move(edges), previous_end);
+  MS_RETURN_IF_ERROR(g.OrderNodes());
+  return g;
+}
+
+bool StepGraph::PlaceOps(const std::vector<StepEvent>& events, const TraceHeader& header, const RankLayout& layout) {
+  const bool has_layout = HasLayout(header);
+  const int n = static_cast<int>(events.size());
+  ops_.resize(n);
+  start_ns_ = INT64_MAX;
+  end_ns_ = INT64_MIN;
   // One rank per worker (DP replica x stage) recorded: that rank stands for its TP peers.
   std::vector<int> worker_rank(has_layout ? static_cast<size_t>(header.dp()) * header.pp() : 0, -1);
   bool worker_level = has_layout;
   std::unordered_map<int, int> seen_of_type;  // this rank's ops so far, per type
   for (int i = 0; i < n; ++i) {
-    const StepEvent& e = event(i);
-    StepOp& op = g.ops_[i];
+    const StepEvent& e = events[i];
+    StepOp& op = ops_[i];
     op.rank = e.rank;
     const bool placed = has_layout && e.rank >= 0 && e.rank < layout.world_size();
     const RankCoords c = placed ? layout.CoordsOf(e.rank) : RankCoords{};
@@ -141,7 +210,7 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
       w = e.rank;
     }
     op.type = e.type;
-    if (i == 0 || g.ops_[i - 1].rank != e.rank) seen_of_type.clear();
+    if (i == 0 || ops_[i - 1].rank != e.rank) seen_of_type.clear();
     op.seq = seen_of_type[op.type]++;
     op.microbatch = e.microbatch;
     op.lane = e.lane;
@@ -151,264 +220,235 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
     op.start_ns = e.start_ns;
     op.end_ns = e.end_ns;
     op.bytes = e.bytes;
-    g.start_ns_ = std::min(g.start_ns_, op.start_ns);
-    g.end_ns_ = std::max(g.end_ns_, op.end_ns);
+    start_ns_ = std::min(start_ns_, op.start_ns);
+    end_ns_ = std::max(end_ns_, op.end_ns);
   }
+  return worker_level;
+}
 
-  // Preds, rank by rank, as (op, pred) edges (CSR below).
-  std::vector<std::pair<int, int>> edges;
-  edges.reserve(static_cast<size_t>(n) * 2);
-  for (int b = 0; b < n;) {
-    int e = b;
-    while (e < n && g.ops_[e].rank == g.ops_[b].rank) ++e;
-    AddRankEdges(g.ops_, events, b, e, &edges);
+StepGraph::Groups StepGraph::GroupCollectives(const std::vector<StepEvent>& events, const TraceHeader& header,
+                                              const RankLayout& layout, bool worker_level) {
+  Groups groups;
+  groups.tp = header.tp();
+  groups.dp = header.dp();
+  groups.pp = header.pp();
+  const int pp = header.pp(), vp = std::max(1, header.virtual_stages());
+  // (kind of group, key, op), sorted: each group's members are one run of equal (kind, key).
+  struct Keyed {
+    int t;
+    uint64_t key;
+    int op;
+    bool operator<(const Keyed& o) const { return t != o.t ? t < o.t : key != o.key ? key < o.key : op < o.op; }
+  };
+  std::vector<Keyed> keyed;
+  std::unordered_map<uint64_t, int> occurrence;  // (rank, type) -> pipeline collectives so far
+  for (int i = 0; i < static_cast<int>(ops_.size()); ++i) {
+    const StepOp& op = ops_[i];
+    const StepEvent& e = events[i];
+    if (op.rank < 0 || op.rank >= layout.world_size() || op.lane == COMPUTE) continue;
+    const RankCoords c = layout.CoordsOf(op.rank);
+    const int tp_index = worker_level ? 0 : c.tp;
+    const int group = GroupOf(e);
+    const uint64_t type = static_cast<uint64_t>(op.type & 0xffff);
+    if (KindIs(op.kind, OpClass::kPp) && pp > 1) {
+      const std::optional<uint64_t> pair =
+          PpPairKey(e.kind, e.phase, e.microbatch, e.chunk, e.group, e.collective_seq, op.stage, pp, vp);
+      const uint64_t replica = static_cast<uint64_t>(c.dp) * 4096u + static_cast<uint64_t>(tp_index);
+      if (!pair || replica >= (uint64_t{1} << (64 - kPpPairKeyBits))) continue;
+      keyed.push_back({Groups::kPpPair, (replica << kPpPairKeyBits) | *pair, i});
+    } else if (group == TP_GROUP || group == DP_GROUP) {
+      const bool tp = group == TP_GROUP;
+      const int first = tp ? layout.RankOf({0, c.dp, c.pp}) : layout.RankOf({tp_index, 0, c.pp});
+      const uint64_t key = (static_cast<uint64_t>(first) << 40) |
+                           (static_cast<uint64_t>(e.collective_seq & 0xffffff) << 16) | type;
+      keyed.push_back({tp ? Groups::kTp : Groups::kDp, key, i});
+    } else if (group == PP_GROUP && pp > 1) {
+      const int first = layout.RankOf({tp_index, c.dp, 0});
+      const int k = occurrence[(static_cast<uint64_t>(op.rank) << 16) | type]++;
+      const uint64_t key = (static_cast<uint64_t>(first) << 40) |
+                           (static_cast<uint64_t>(k & 0xffffff) << 16) | type;
+      keyed.push_back({Groups::kPpCollective, key, i});
+    } else if (group == WORLD_GROUP) {
+      keyed.push_back({Groups::kWorld, (static_cast<uint64_t>(e.collective_seq & 0xffffff) << 16) | type, i});
+    }
+  }
+  std::sort(keyed.begin(), keyed.end());
+  groups.flat.resize(keyed.size());
+  for (size_t b = 0; b < keyed.size();) {
+    size_t e = b;
+    while (e < keyed.size() && keyed[e].t == keyed[b].t && keyed[e].key == keyed[b].key) {
+      groups.flat[e] = keyed[e].op;
+      ++e;
+    }
+    groups.runs.push_back({keyed[b].t, b, e});
     b = e;
   }
-  // Collective instances: TP and DP collectives by (group, seq, type); PP pairs by pp_pair.h's key;
-  // other collectives of the pipeline group (exec's tied-embedding all-reduce between the first
-  // and the last stage, numbered in a counter it shares with the sends and receives) by (pipeline
-  // group, type, occurrence on the rank); collectives of the whole job by (type, seq).
-  if (has_layout) {
-    const int pp = header.pp(), vp = std::max(1, header.virtual_stages());
-    enum { kTp, kDp, kPpPair, kPpCollective, kWorld, kKinds };
-    // (kind of group, key, op), sorted: each group's members are one run of equal (kind, key).
-    struct Keyed {
-      int t;
-      uint64_t key;
-      int op;
-      bool operator<(const Keyed& o) const { return t != o.t ? t < o.t : key != o.key ? key < o.key : op < o.op; }
-    };
-    std::vector<Keyed> keyed;
-    std::unordered_map<uint64_t, int> occurrence;  // (rank, type) -> pipeline collectives so far
-    for (int i = 0; i < n; ++i) {
-      const StepOp& op = g.ops_[i];
-      const StepEvent& e = event(i);
-      if (op.rank < 0 || op.rank >= layout.world_size() || op.lane == COMPUTE) continue;
-      const RankCoords c = layout.CoordsOf(op.rank);
-      const int tp_index = worker_level ? 0 : c.tp;
-      const int group = GroupOf(e);
-      const uint64_t type = static_cast<uint64_t>(op.type & 0xffff);
-      if (KindIs(op.kind, OpClass::kPp) && pp > 1) {
-        const std::optional<uint64_t> pair =
-            PpPairKey(e.kind, e.phase, e.microbatch, e.chunk, e.group, e.collective_seq, op.stage, pp, vp);
-        const uint64_t replica = static_cast<uint64_t>(c.dp) * 4096u + static_cast<uint64_t>(tp_index);
-        if (!pair || replica >= (uint64_t{1} << (64 - kPpPairKeyBits))) continue;
-        keyed.push_back({kPpPair, (replica << kPpPairKeyBits) | *pair, i});
-      } else if (group == TP_GROUP || group == DP_GROUP) {
-        const bool tp = group == TP_GROUP;
-        const int first = tp ? layout.RankOf({0, c.dp, c.pp}) : layout.RankOf({tp_index, 0, c.pp});
-        const uint64_t key = (static_cast<uint64_t>(first) << 40) |
-                             (static_cast<uint64_t>(e.collective_seq & 0xffffff) << 16) | type;
-        keyed.push_back({tp ? kTp : kDp, key, i});
-      } else if (group == PP_GROUP && pp > 1) {
-        const int first = layout.RankOf({tp_index, c.dp, 0});
-        const int k = occurrence[(static_cast<uint64_t>(op.rank) << 16) | type]++;
-        const uint64_t key = (static_cast<uint64_t>(first) << 40) |
-                             (static_cast<uint64_t>(k & 0xffffff) << 16) | type;
-        keyed.push_back({kPpCollective, key, i});
-      } else if (group == WORLD_GROUP) {
-        keyed.push_back({kWorld, (static_cast<uint64_t>(e.collective_seq & 0xffffff) << 16) | type, i});
-      }
-    }
-    std::sort(keyed.begin(), keyed.end());
-    // The groups: [begin, end) runs of `keyed`, with their kind; their members in `flat`.
-    struct Run {
-      int t;
-      size_t begin, end;
-    };
-    std::vector<Run> runs;
-    std::vector<int> flat(keyed.size());
-    for (size_t b = 0; b < keyed.size();) {
-      size_t e = b;
-      while (e < keyed.size() && keyed[e].t == keyed[b].t && keyed[e].key == keyed[b].key) flat[e] = keyed[e].op, ++e;
-      runs.push_back({keyed[b].t, b, e});
-      b = e;
-    }
-    keyed = {};
-    struct Members {
-      const int* b;
-      const int* e;
-      const int* begin() const { return b; }
-      const int* end() const { return e; }
-      size_t size() const { return static_cast<size_t>(e - b); }
-      int operator[](size_t k) const { return b[k]; }
-    };
-    auto members_of = [&](const Run& r) { return Members{flat.data() + r.begin, flat.data() + r.end}; };
-    auto sized = [&](int t, size_t members) {
-      switch (t) {
-        case kTp: return members == static_cast<size_t>(header.tp());
-        case kDp: return members == static_cast<size_t>(header.dp());
-        case kPpPair: return members == 2;
-        case kWorld: return members >= 2;
-        default: return members >= 2 && members <= static_cast<size_t>(pp);  // the stages holding it
-      }
-    };
-    for (const Run& r : runs) {
-      if (r.t == kTp && worker_level) continue;  // the recorded rank's TP peers are absent by design
-      const Members members = members_of(r);
-      if (!sized(r.t, members.size())) g.unmatched_.insert(g.unmatched_.end(), members.begin(), members.end());
-    }
-    std::sort(g.unmatched_.begin(), g.unmatched_.end());
-    // Clocks: an exec rank's timestamps count from its own start instant (after a barrier, whose
-    // exit the ranks of an oversubscribed CPU see up to ~7 ms apart, measured on 8 ranks and 2
-    // cores), so a collective can seem to end on one rank before it began on another. When one
-    // does, each rank gets the clock offset (StepOp.clock_ns) that makes every collective
-    // consistent; matching and replay use the aligned times, the ops keep their own (a simulated
-    // trace has one clock and needs none). Consistent: each member of a collective ends after all
-    // have begun; a receive ends after its send began (a send may end first: an eager MPI send
-    // returns once its data is buffered).
-    // Times on the aligned clock (the ops keep their own: the replay gives back the trace's times);
-    // the offsets are 0 until solved below.
-    auto aligned_start = [&](int i) { return g.ops_[i].start_ns + g.ops_[i].clock_ns; };
-    auto aligned_end = [&](int i) { return g.ops_[i].end_ns + g.ops_[i].clock_ns; };
-    // A collective's release (its members' latest start) and its members' earliest end.
-    auto window = [&](const Members& members) {
-      int64_t release = INT64_MIN, first_end = INT64_MAX;
-      for (int m : members) {
-        release = std::max(release, aligned_start(m));
-        first_end = std::min(first_end, aligned_end(m));
-      }
-      return std::make_pair(release, first_end);
-    };
-    // A PP pair's send and receive, whichever was recorded first.
-    auto send_recv = [&](const Members& pair) {
-      const int send = g.ops_[pair[0]].kind == PP_SEND ? pair[0] : pair[1];
-      return std::make_pair(send, send == pair[0] ? pair[1] : pair[0]);
-    };
-    bool skewed = false;
-    for (const Run& r : runs) {
-      const Members members = members_of(r);
-      if (members.size() < 2 || !sized(r.t, members.size())) continue;
-      const auto [release, first_end] = window(members);
-      if (first_end < release && r.t != kPpPair) {
-        skewed = true;
-        break;
-      }
-    }
-    int ranks = 0;
-    for (const StepOp& op : g.ops_) ranks = std::max(ranks, op.rank + 1);
-    // A simulated trace has one clock by construction: whatever looks skewed there is left alone.
-    if (skewed && ranks <= layout.world_size() && header.source() != "sim") {
-      std::vector<Constraint> constraints;
-      int nodes = ranks;
-      for (const Run& run : runs) {
-        const Members members = members_of(run);
-        if (members.size() < 2 || !sized(run.t, members.size())) continue;
-        if (run.t == kPpPair) {
-          const auto [send, recv] = send_recv(members);
-          const StepOp &s = g.ops_[send], &r = g.ops_[recv];
-          if (s.kind == PP_SEND && r.kind == PP_RECV) {
-            constraints.push_back({r.rank, s.rank, r.end_ns - s.start_ns});
-          }
-          continue;
-        }
-        const int release = nodes++;  // start_j + off_j <= release <= end_m + off_m
-        for (int m : members) {
-          constraints.push_back({g.ops_[m].rank, release, g.ops_[m].end_ns});
-          constraints.push_back({release, g.ops_[m].rank, -g.ops_[m].start_ns});
-        }
-      }
-      // A shortest path visits each rank once, so 2 x ranks + 1 passes settle a feasible system;
-      // capped, as an exec trace has few ranks and a simulated one never gets here.
-      const std::vector<int64_t> offset = SolveOffsets(ranks, nodes, constraints, std::min(2 * ranks + 2, 256));
-      for (StepOp& op : g.ops_) op.clock_ns = offset[op.rank];
-    }
-    g.inst_begin_.push_back(0);
-    for (const Run& run : runs) {
-      const Members members = members_of(run);
-      if (members.size() < 2 || !sized(run.t, members.size())) continue;  // unmatched: alone
-      const auto [release, first_end] = window(members);
-      if (first_end < release) {
-        // A member ended before another had begun: they did not wait for each other. An MPI
-        // send completes as soon as its data is buffered (eager protocol), often before the
-        // receive is posted; then the receive waits for the send's end, nothing more. Anything
-        // else (ranks whose clocks disagree by more than the op, a key two unrelated ops share)
-        // stays unmatched: each op keeps its own duration. Matching them anyway would put an
-        // edge back in time, and with it a cycle.
-        if (run.t == kPpPair) {
-          const auto [send, recv] = send_recv(members);
-          if (g.ops_[send].kind == PP_SEND && g.ops_[recv].kind == PP_RECV &&
-              aligned_end(send) <= aligned_start(recv)) {
-            edges.emplace_back(recv, send);
-          }
-        }
-        continue;
-      }
-      // Instances are numbered in key order: deterministic, whatever the input order.
-      for (int m : members) {
-        g.ops_[m].inst = g.instances();
-        g.ops_[m].work_ns = aligned_end(m) - release;
-        g.inst_flat_.push_back(m);
-      }
-      g.inst_begin_.push_back(static_cast<int>(g.inst_flat_.size()));
+  for (const Groups::Run& r : groups.runs) {
+    if (r.t == Groups::kTp && worker_level) continue;  // the recorded rank's TP peers are absent by design
+    if (!groups.whole(r)) {
+      const Groups::Members members = groups.members(r);
+      unmatched_.insert(unmatched_.end(), members.begin(), members.end());
     }
   }
-  if (g.inst_begin_.empty()) g.inst_begin_.push_back(0);
+  std::sort(unmatched_.begin(), unmatched_.end());
+  return groups;
+}
 
-  // Preds in CSR form, and each op's slack and (alone) work; on the aligned clock, which the
-  // replay runs on (a receive's pred may be a send of another rank).
-  g.origin_ns_ = n > 0 ? INT64_MAX : 0;
-  for (const StepOp& op : g.ops_) g.origin_ns_ = std::min(g.origin_ns_, op.start_ns + op.clock_ns);
+std::pair<int64_t, int64_t> StepGraph::Window(const int* begin, const int* end) const {
+  int64_t release = INT64_MIN, first_end = INT64_MAX;
+  for (const int* m = begin; m != end; ++m) {
+    release = std::max(release, ops_[*m].start_ns + ops_[*m].clock_ns);
+    first_end = std::min(first_end, ops_[*m].end_ns + ops_[*m].clock_ns);
+  }
+  return {release, first_end};
+}
+
+std::pair<int, int> StepGraph::SendRecv(int a, int b) const {
+  const int send = ops_[a].kind == PP_SEND ? a : b;
+  return {send, send == a ? b : a};
+}
+
+// Clocks: an exec rank's timestamps count from its own start instant (after a barrier, whose exit
+// the ranks of an oversubscribed CPU see up to ~7 ms apart, measured on 8 ranks and 2 cores), so a
+// collective can seem to end on one rank before it began on another. When one does, each rank gets
+// the clock offset (StepOp.clock_ns) that makes every collective consistent; matching and replay use
+// the aligned times, the ops keep their own (a simulated trace has one clock and needs none).
+// Consistent: each member of a collective ends after all have begun; a receive ends after its send
+// began (a send may end first: an eager MPI send returns once its data is buffered).
+void StepGraph::AlignClocks(const Groups& groups, const TraceHeader& header, const RankLayout& layout) {
+  bool skewed = false;
+  for (const Groups::Run& r : groups.runs) {
+    const Groups::Members members = groups.members(r);
+    if (members.size() < 2 || !groups.whole(r)) continue;
+    const auto [release, first_end] = Window(members.begin(), members.end());
+    if (first_end < release && r.t != Groups::kPpPair) {
+      skewed = true;
+      break;
+    }
+  }
+  int ranks = 0;
+  for (const StepOp& op : ops_) ranks = std::max(ranks, op.rank + 1);
+  // A simulated trace has one clock by construction: whatever looks skewed there is left alone.
+  if (!skewed || ranks > layout.world_size() || header.source() == "sim") return;
+  std::vector<Constraint> constraints;
+  int nodes = ranks;
+  for (const Groups::Run& run : groups.runs) {
+    const Groups::Members members = groups.members(run);
+    if (members.size() < 2 || !groups.whole(run)) continue;
+    if (run.t == Groups::kPpPair) {
+      const auto [send, recv] = SendRecv(members[0], members[1]);
+      const StepOp &s = ops_[send], &r = ops_[recv];
+      if (s.kind == PP_SEND && r.kind == PP_RECV) constraints.push_back({r.rank, s.rank, r.end_ns - s.start_ns});
+      continue;
+    }
+    const int release = nodes++;  // start_j + off_j <= release <= end_m + off_m
+    for (int m : members) {
+      constraints.push_back({ops_[m].rank, release, ops_[m].end_ns});
+      constraints.push_back({release, ops_[m].rank, -ops_[m].start_ns});
+    }
+  }
+  // A shortest path visits each rank once, so 2 x ranks + 1 passes settle a feasible system;
+  // capped, as an exec trace has few ranks and a simulated one never gets here.
+  const std::vector<int64_t> offset = SolveOffsets(ranks, nodes, constraints, std::min(2 * ranks + 2, 256));
+  for (StepOp& op : ops_) op.clock_ns = offset[op.rank];
+}
+
+void StepGraph::NumberInstances(const Groups& groups, std::vector<std::pair<int, int>>* edges) {
+  inst_begin_.push_back(0);
+  for (const Groups::Run& run : groups.runs) {
+    const Groups::Members members = groups.members(run);
+    if (members.size() < 2 || !groups.whole(run)) continue;  // unmatched: alone
+    const auto [release, first_end] = Window(members.begin(), members.end());
+    if (first_end < release) {
+      // A member ended before another had begun: they did not wait for each other. An MPI send
+      // completes as soon as its data is buffered (eager protocol), often before the receive is
+      // posted; then the receive waits for the send's end, nothing more. Anything else (ranks
+      // whose clocks disagree by more than the op, a key two unrelated ops share) stays
+      // unmatched: each op keeps its own duration. Matching them anyway would put an edge back
+      // in time, and with it a cycle.
+      if (run.t == Groups::kPpPair) {
+        const auto [send, recv] = SendRecv(members[0], members[1]);
+        if (ops_[send].kind == PP_SEND && ops_[recv].kind == PP_RECV &&
+            ops_[send].end_ns + ops_[send].clock_ns <= ops_[recv].start_ns + ops_[recv].clock_ns) {
+          edges->emplace_back(recv, send);
+        }
+      }
+      continue;
+    }
+    // Instances are numbered in key order: deterministic, whatever the input order.
+    for (int m : members) {
+      ops_[m].inst = instances();
+      ops_[m].work_ns = ops_[m].end_ns + ops_[m].clock_ns - release;
+      inst_flat_.push_back(m);
+    }
+    inst_begin_.push_back(static_cast<int>(inst_flat_.size()));
+  }
+}
+
+// Preds in CSR form, and each op's slack and (alone) work; on the aligned clock, which the replay
+// runs on (a receive's pred may be a send of another rank).
+void StepGraph::SetPredsAndSlack(std::vector<std::pair<int, int>> edges, const std::vector<int64_t>* previous_end) {
+  const int n = static_cast<int>(ops_.size());
+  origin_ns_ = n > 0 ? INT64_MAX : 0;
+  for (const StepOp& op : ops_) origin_ns_ = std::min(origin_ns_, op.start_ns + op.clock_ns);
   // Each rank's own previous end, where the step before recorded one: its first op's floor.
   auto previous = [&](int rank) {
     return previous_end && rank >= 0 && rank < static_cast<int>(previous_end->size()) ? (*previous_end)[rank]
                                                                                          : INT64_MIN;
   };
-  g.step_start_ns_ = g.start_ns_;
-  g.aligned_step_start_ns_ = g.origin_ns_;
-  {
-    int64_t raw = INT64_MIN, aligned = INT64_MIN;
-    for (const StepOp& op : g.ops_) {
-      const int64_t p = previous(op.rank);
-      if (p == INT64_MIN) continue;
-      raw = std::max(raw, p);
-      aligned = std::max(aligned, p + op.clock_ns);
-    }
-    // Where steps overlap the step begins at the step before's end; where they do not, at its
-    // first op (a gap before it, all ranks idle, is no rank's wait: the published method's span).
-    if (raw != INT64_MIN) {
-      g.step_start_ns_ = std::max(g.step_start_ns_, raw);
-      g.aligned_step_start_ns_ = std::max(g.aligned_step_start_ns_, aligned);
-    }
+  step_start_ns_ = start_ns_;
+  aligned_step_start_ns_ = origin_ns_;
+  int64_t raw = INT64_MIN, aligned = INT64_MIN;
+  for (const StepOp& op : ops_) {
+    const int64_t p = previous(op.rank);
+    if (p == INT64_MIN) continue;
+    raw = std::max(raw, p);
+    aligned = std::max(aligned, p + op.clock_ns);
   }
-  g.pred_begin_.assign(n + 1, 0);
-  for (const auto& [op, pred] : edges) ++g.pred_begin_[op + 1];
-  for (int i = 0; i < n; ++i) g.pred_begin_[i + 1] += g.pred_begin_[i];
-  g.preds_.resize(edges.size());
-  {
-    std::vector<int> fill(g.pred_begin_.begin(), g.pred_begin_.end() - 1);
-    for (const auto& [op, pred] : edges) g.preds_[fill[op]++] = pred;
+  // Where steps overlap the step begins at the step before's end; where they do not, at its
+  // first op (a gap before it, all ranks idle, is no rank's wait: the published method's span).
+  if (raw != INT64_MIN) {
+    step_start_ns_ = std::max(step_start_ns_, raw);
+    aligned_step_start_ns_ = std::max(aligned_step_start_ns_, aligned);
   }
+  pred_begin_.assign(n + 1, 0);
+  for (const auto& [op, pred] : edges) ++pred_begin_[op + 1];
+  for (int i = 0; i < n; ++i) pred_begin_[i + 1] += pred_begin_[i];
+  preds_.resize(edges.size());
+  std::vector<int> fill(pred_begin_.begin(), pred_begin_.end() - 1);
+  for (const auto& [op, pred] : edges) preds_[fill[op]++] = pred;
   edges = {};
   for (int i = 0; i < n; ++i) {
     int64_t latest = INT64_MIN;
-    for (int k = g.pred_begin_[i]; k < g.pred_begin_[i + 1]; ++k) {
-      const StepOp& p = g.ops_[g.preds_[k]];
+    for (int k = pred_begin_[i]; k < pred_begin_[i + 1]; ++k) {
+      const StepOp& p = ops_[preds_[k]];
       latest = std::max(latest, p.end_ns + p.clock_ns);
     }
-    const int64_t start = g.ops_[i].start_ns + g.ops_[i].clock_ns;
-    if (g.pred_begin_[i] == g.pred_begin_[i + 1]) {
+    const int64_t start = ops_[i].start_ns + ops_[i].clock_ns;
+    if (pred_begin_[i] == pred_begin_[i + 1]) {
       // It waits for nothing of this step: only for its rank's previous step, if that ended later
       // than the step's first op began.
-      const int64_t p = previous(g.ops_[i].rank);
-      latest = p == INT64_MIN ? g.origin_ns_ : std::max(g.origin_ns_, p + g.ops_[i].clock_ns);
+      const int64_t p = previous(ops_[i].rank);
+      latest = p == INT64_MIN ? origin_ns_ : std::max(origin_ns_, p + ops_[i].clock_ns);
       latest = std::min(latest, start);
     }
-    g.ops_[i].slack_ns = start - latest;
-    if (g.ops_[i].inst < 0) g.ops_[i].work_ns = g.ops_[i].end_ns - g.ops_[i].start_ns;
+    ops_[i].slack_ns = start - latest;
+    if (ops_[i].inst < 0) ops_[i].work_ns = ops_[i].end_ns - ops_[i].start_ns;
   }
+}
 
-  // Topological order over nodes: ready of op i (i), end of op i (n + i), instance k (2n + k);
-  // the out-edges in CSR form.
-  const int inst = g.instances();
-  const int nodes = 2 * n + inst;
+// Topological order over nodes: ready of op i (i), end of op i (n + i), instance k (2n + k); the
+// out-edges in CSR form. Then the replay's flat copies of each op's slack, floor, instance, clock.
+Status StepGraph::OrderNodes() {
+  const int n = static_cast<int>(ops_.size());
+  const int nodes = 2 * n + instances();
   std::vector<int> indegree(nodes, 0), out_begin(nodes + 1, 0), out;
   auto each_edge = [&](auto visit) {
     for (int i = 0; i < n; ++i) {
-      for (int k = g.pred_begin_[i]; k < g.pred_begin_[i + 1]; ++k) visit(n + g.preds_[k], i);
-      if (g.ops_[i].inst >= 0) {
-        visit(i, 2 * n + g.ops_[i].inst);
-        visit(2 * n + g.ops_[i].inst, n + i);
+      for (int k = pred_begin_[i]; k < pred_begin_[i + 1]; ++k) visit(n + preds_[k], i);
+      if (ops_[i].inst >= 0) {
+        visit(i, 2 * n + ops_[i].inst);
+        visit(2 * n + ops_[i].inst, n + i);
       } else {
         visit(i, n + i);
       }
@@ -424,8 +464,8 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
     std::vector<int> fill(out_begin.begin(), out_begin.end() - 1);
     each_edge([&](int from, int to) { out[fill[from]++] = to; });
   }
-  // Depth first (a stack, not a queue): a rank's ops then tend to follow each other in the
-  // order, so a replay walks memory more in sequence than breadth first would.
+  // Depth first (a stack, not a queue): a rank's ops then tend to follow each other in the order,
+  // so a replay walks memory more in sequence than breadth first would.
   std::vector<int> queue, stack;
   queue.reserve(nodes);
   for (int v = nodes - 1; v >= 0; --v) {
@@ -444,19 +484,19 @@ Result<StepGraph> StepGraph::Build(std::vector<StepEvent> events, const TraceHea
                                 std::to_string(nodes - queue.size()) +
                                 " nodes unresolved); are the timestamps of one clock?");
   }
-  g.order_ = std::move(queue);
-  g.slack_.resize(n);
-  g.floor_.resize(n);
-  g.inst_of_.resize(n);
-  g.clock_.resize(n);
+  order_ = std::move(queue);
+  slack_.resize(n);
+  floor_.resize(n);
+  inst_of_.resize(n);
+  clock_.resize(n);
   for (int i = 0; i < n; ++i) {
-    g.slack_[i] = g.ops_[i].slack_ns;
-    g.floor_[i] = g.ops_[i].start_ns + g.ops_[i].clock_ns - g.ops_[i].slack_ns;  // used where no preds
-    g.inst_of_[i] = g.ops_[i].inst;
-    g.clock_[i] = g.ops_[i].clock_ns;
-    g.has_clock_ |= g.clock_[i] != 0;
+    slack_[i] = ops_[i].slack_ns;
+    floor_[i] = ops_[i].start_ns + ops_[i].clock_ns - ops_[i].slack_ns;  // used where no preds
+    inst_of_[i] = ops_[i].inst;
+    clock_[i] = ops_[i].clock_ns;
+    has_clock_ |= clock_[i] != 0;
   }
-  return g;
+  return Status::Ok();
 }
 
 int64_t StepGraph::Replay(const std::function<int64_t(int)>& work, std::vector<int64_t>* ends) const {

@@ -38,12 +38,15 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "traces/trace.pb.h"
 
 namespace megascale {
+
+class RankLayout;  // planner/spec/layout.h
 
 struct StepOp {
   int rank = 0;
@@ -154,6 +157,24 @@ class StepGraph {
   int64_t Span(const std::vector<int64_t>& work, bool keep_delays) const;
 
  private:
+  struct Groups;  // the collective groups of the step's ops (step_graph.cc)
+  // Build's steps, in order.
+  // The ops from the sorted events; whether the trace records one rank per worker.
+  bool PlaceOps(const std::vector<StepEvent>& events, const TraceHeader& header, const RankLayout& layout);
+  // The communication ops grouped into collective occurrences; the incomplete ones unmatched.
+  Groups GroupCollectives(const std::vector<StepEvent>& events, const TraceHeader& header, const RankLayout& layout,
+                          bool worker_level);
+  // Per-rank clock offsets where collectives say the ranks' clocks disagree.
+  void AlignClocks(const Groups& groups, const TraceHeader& header, const RankLayout& layout);
+  // Each whole group one instance (a send that ended before its receive began an edge instead).
+  void NumberInstances(const Groups& groups, std::vector<std::pair<int, int>>* edges);
+  void SetPredsAndSlack(std::vector<std::pair<int, int>> edges, const std::vector<int64_t>* previous_end);
+  Status OrderNodes();
+  // A collective's release (its members' latest aligned start) and its members' earliest aligned end.
+  std::pair<int64_t, int64_t> Window(const int* begin, const int* end) const;
+  // A PP pair's (send, receive), whichever was recorded first.
+  std::pair<int, int> SendRecv(int a, int b) const;
+
   std::vector<StepOp> ops_;
   std::vector<int> pred_begin_;          // CSR: preds of op i are preds_[pred_begin_[i] .. [i+1])
   std::vector<int> preds_;

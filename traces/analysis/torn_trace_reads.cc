@@ -6,7 +6,7 @@
 
 #include "traces/import/trace_salvage.h"
 
-namespace megascale::cli {
+namespace megascale {
 namespace {
 
 // Where the whole copy was read and its reading failed too, that failure is about what the cut
@@ -52,4 +52,4 @@ Result<TraceComparison> CompareEvenIfTorn(const TraceInput& predicted, const Tra
   return again;
 }
 
-}  // namespace megascale::cli
+}  // namespace megascale

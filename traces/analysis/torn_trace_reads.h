@@ -9,11 +9,11 @@
 #include "traces/analysis/diagnose_input.h"
 #include "traces/analysis/trace_compare.h"
 
-namespace megascale::cli {
+namespace megascale {
 
 Result<DiagnosisReport> DiagnoseEvenIfTorn(const TraceInput& input, const FullDiagnosisOptions& options);
 
 Result<TraceComparison> CompareEvenIfTorn(const TraceInput& predicted, const TraceInput& measured,
                                           const CompareOptions& options);
 
-}  // namespace megascale::cli
+}  // namespace megascale

@@ -11,7 +11,7 @@
 #include "traces/format/trace_io.h"
 #include "traces/import/trace_import.h"
 
-namespace megascale::cli {
+namespace megascale {
 
 std::vector<std::string> TemporaryFilesOf(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -131,4 +131,4 @@ std::string TornTraceCopy::Named(std::string text) const {
   return text;
 }
 
-}  // namespace megascale::cli
+}  // namespace megascale

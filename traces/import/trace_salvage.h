@@ -15,7 +15,7 @@
 #include "traces/import/trace_import.h"
 #include "traces/trace.pb.h"
 
-namespace megascale::cli {
+namespace megascale {
 
 // The temporary files of an atomic output at `path` (none: empty).
 std::vector<std::string> TemporaryFilesOf(const std::string& path);
@@ -60,4 +60,4 @@ class TornTraceCopy {
   int64_t torn_at_ = 0;
 };
 
-}  // namespace megascale::cli
+}  // namespace megascale

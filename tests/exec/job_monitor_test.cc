@@ -6,11 +6,11 @@
 
 #include "exec/driver/job_monitor.h"
 
-namespace megascale::cli {
+namespace megascale::exec {
 namespace {
 
-exec::Beat BeatOf(int rank, int attempt, int step, const std::string& state = "run") {
-  exec::Beat b;
+Beat BeatOf(int rank, int attempt, int step, const std::string& state = "run") {
+  Beat b;
   b.rank = rank;
   b.attempt = attempt;
   b.pid = 1000 + rank;
@@ -23,8 +23,8 @@ exec::Beat BeatOf(int rank, int attempt, int step, const std::string& state = "r
 }
 
 TEST(Beat, FormatsAndParsesBackAndRefusesOtherDatagrams) {
-  const exec::Beat b = BeatOf(5, 2, 17, "watchdog");
-  std::optional<exec::Beat> back = exec::ParseBeat(exec::FormatBeat(b));
+  const Beat b = BeatOf(5, 2, 17, "watchdog");
+  std::optional<Beat> back = exec::ParseBeat(exec::FormatBeat(b));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(exec::FormatBeat(*back), exec::FormatBeat(b));
   EXPECT_EQ(back->rank, 5);
@@ -80,4 +80,4 @@ TEST(JobMonitor, WatchdogsDoneRanksAndTheLaunchersWords) {
 }
 
 }  // namespace
-}  // namespace megascale::cli
+}  // namespace megascale::exec
