@@ -62,6 +62,7 @@ class StepEstimator {
   };
   // Pass times with every compute op scaled by `compute_scale` (> 1 beside overlapped DP traffic).
   const Passes& PassesFor(const Candidate& c, double compute_scale);
+  class Evaluation;  // one candidate's step, part by part (search_estimate.cc)
 
   const Scenario& base_;
   const topology::Cluster& cluster_;

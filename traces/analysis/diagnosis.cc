@@ -196,9 +196,42 @@ void DiagnosisEngine::FindWaiters(const State& s, const std::vector<int>& stage_
   report.waiting = std::move(waiting);
 }
 
+// The steps the report counts: which were completed and recorded, and where each ended.
+struct DiagnosisEngine::Steps {
+  int first = 0;      // the first step the trace holds (a resumed run's)
+  int completed = 0;  // steps completed, from step 0
+  int count = 0;      // completed - first: the steps counted
+  int64_t run_start = 0;
+  std::vector<int64_t> ends;  // each counted step's end
+};
+
 DiagnosisReport DiagnosisEngine::Finish() {
   State& s = *state_;
   DiagnosisReport report;
+  const Steps steps = CountSteps(s, report);
+  TimeSteps(s, steps, report);
+  BreakDown(s, steps, report);
+  FindStragglers(s, steps, report);
+  // Every rank's stage, for the analyses below.
+  const int ranks = static_cast<int>(s.last_end_ns.size());
+  std::vector<int> stage_of(ranks, 0);
+  for (int r = 0; r < ranks; ++r) {
+    stage_of[r] = s.stage[r] >= 0 ? s.stage[r] : s.layout && r < s.layout->world_size() ? s.layout->CoordsOf(r).pp : 0;
+  }
+  FindWaiters(s, stage_of, steps.first, steps.completed, report);
+  MapComputeAndDrift(s, steps, stage_of, report);
+  if (s.links) {
+    report.slow_link = s.links->Finish(steps.completed, options_.slow_transfer_threshold, options_.slow_nic_threshold,
+                                       options_.congested_min_ranks, options_.congested_min_excess);
+  }
+  if (report.run_failed) {
+    report.hang = s.hang.Finish(steps.completed, stage_of, s.layout ? &*s.layout : nullptr);
+  }
+  FindFailure(s, steps, report);
+  return report;
+}
+
+DiagnosisEngine::Steps DiagnosisEngine::CountSteps(const State& s, DiagnosisReport& report) const {
   const TraceHeader& h = s.header;
   report.source = h.source();
   report.scenario_name = h.scenario_name();
@@ -215,18 +248,18 @@ DiagnosisReport DiagnosisEngine::Finish() {
     report.notes.push_back("the trace has no run-end record: the run did not finish (killed, or still running "
                            "when the file was read); its last step is counted as unfinished");
   }
-
+  Steps steps;
   const int seen = static_cast<int>(s.step_end_ns.size());
-  const int completed = CompletedSteps(seen, s.end, report.run_failed);
+  steps.completed = CompletedSteps(seen, s.end, report.run_failed);
   // A run resumed from a checkpoint: the steps before the one it resumed at are not the trace's.
-  const int first = FirstRecordedStep(completed, [&](int k) { return s.step_events[k] > 0; });
-  const int steps = completed - first;
-  report.steps_completed = steps;
-  report.first_step = first;
-  if (first > 0) {
-    report.notes.push_back("the trace starts at step " + std::to_string(first) +
-                           " (a run resumed from a checkpoint): its " + std::to_string(steps) +
-                           " completed step(s) are counted, not the " + std::to_string(first) +
+  steps.first = FirstRecordedStep(steps.completed, [&](int k) { return s.step_events[k] > 0; });
+  steps.count = steps.completed - steps.first;
+  report.steps_completed = steps.count;
+  report.first_step = steps.first;
+  if (steps.first > 0) {
+    report.notes.push_back("the trace starts at step " + std::to_string(steps.first) +
+                           " (a run resumed from a checkpoint): its " + std::to_string(steps.count) +
+                           " completed step(s) are counted, not the " + std::to_string(steps.first) +
                            " before, which it does not hold");
   }
   if (seen == 0 && s.end && s.end->steps_completed() > 0) {
@@ -236,24 +269,29 @@ DiagnosisReport DiagnosisEngine::Finish() {
                            " step(s): their times cannot be read from it (a simulation writes op "
                            "events at outputs.detail TRACE_OPS)");
   }
-  report.step_events.assign(s.step_events.begin() + first, s.step_events.begin() + completed);
-
+  report.step_events.assign(s.step_events.begin() + steps.first, s.step_events.begin() + steps.completed);
   // Step boundaries: each step ends at the latest end of its events; step 0 starts at its first op.
-  const int64_t run_start = s.run_start_ns != INT64_MAX ? s.run_start_ns
-                            : s.first_start_ns != INT64_MAX ? s.first_start_ns : 0;
-  std::vector<int64_t> ends(s.step_end_ns.begin() + first, s.step_end_ns.begin() + completed);
-  int64_t prev = run_start;
-  for (int64_t& t : ends) {
+  steps.run_start = s.run_start_ns != INT64_MAX ? s.run_start_ns
+                    : s.first_start_ns != INT64_MAX ? s.first_start_ns : 0;
+  steps.ends.assign(s.step_end_ns.begin() + steps.first, s.step_end_ns.begin() + steps.completed);
+  int64_t prev = steps.run_start;
+  for (int64_t& t : steps.ends) {
     t = std::max(t, prev);  // a step with no event, or ending before the previous one, is empty
     report.step_times_s.push_back(Seconds(t - prev));
     prev = t;
   }
+  return steps;
+}
+
+void DiagnosisEngine::TimeSteps(const State& s, const Steps& steps, DiagnosisReport& report) const {
+  const TraceHeader& h = s.header;
   // What the trace cannot tell stays unknown (NaN, printed "n/a", JSON null): another tool's trace
   // has no FLOPs, peak or tokens unless its metadata gives them, and a run that completed no step
   // has no step time (nor MFU, throughput).
   const double unknown = std::numeric_limits<double>::quiet_NaN();
-  report.iteration_time_s = steps > 0 ? Seconds(prev - run_start) / steps : unknown;
-  const bool timed = steps > 0;
+  const bool timed = steps.count > 0;
+  const int64_t last_end = steps.ends.empty() ? steps.run_start : steps.ends.back();
+  report.iteration_time_s = timed ? Seconds(last_end - steps.run_start) / steps.count : unknown;
   const double flops = timed ? h.model_flops_per_step() : 0, peak = h.peak_flops_per_gpu();
   report.mfu = flops > 0 && peak > 0 ? Mfu(flops, report.world_size, peak, report.iteration_time_s) : unknown;
   report.hfu = timed && h.hardware_flops_per_step() > 0 && peak > 0
@@ -262,14 +300,19 @@ DiagnosisReport DiagnosisEngine::Finish() {
   report.tflops_per_gpu = flops > 0 ? TflopsPerGpu(flops, report.world_size, report.iteration_time_s) : unknown;
   report.tokens_per_s = timed && h.tokens_per_step() > 0 ? TokensPerSecond(h.tokens_per_step(), report.iteration_time_s)
                                                 : unknown;
-  if (first == 0) {
+  if (steps.first == 0) {
     for (int64_t id : h.step_ids()) report.step_ids.push_back(id);
   } else {
-    for (int k = first; k < completed; ++k) report.step_ids.push_back(k < h.step_ids_size() ? h.step_ids(k) : k);
+    for (int k = steps.first; k < steps.completed; ++k) {
+      report.step_ids.push_back(k < h.step_ids_size() ? h.step_ids(k) : k);
+    }
   }
+}
 
-  // Breakdown per rank, then the mean over the ranks the trace recorded (a timer trace records one
-  // rank per worker: its TP peers are absent, not idle).
+// Breakdown per rank, then the mean over the ranks the trace recorded (a timer trace records one
+// rank per worker: its TP peers are absent, not idle).
+void DiagnosisEngine::BreakDown(const State& s, const Steps& steps, DiagnosisReport& report) const {
+  const int ranks = static_cast<int>(s.last_end_ns.size());
   report.rank_breakdown.resize(ranks);
   report.rank_recorded.assign(ranks, false);
   int recorded = 0;
@@ -278,27 +321,29 @@ DiagnosisReport DiagnosisEngine::Finish() {
     recorded += report.rank_recorded[r];
   }
   report.recorded_ranks = recorded;
-  if (steps > 0) {
-    for (int r = 0; r < ranks; ++r) {
-      if (!report.rank_recorded[r]) continue;
-      Breakdown& mean = report.rank_breakdown[r];
-      for (const Breakdown& b : s.timelines[r].Attribute(run_start, ends, first)) {
-        mean.compute_s += b.compute_s / steps;
-        mean.exposed_comm_s += b.exposed_comm_s / steps;
-        mean.bubble_s += b.bubble_s / steps;
-      }
-      report.breakdown.compute_s += mean.compute_s / recorded;
-      report.breakdown.exposed_comm_s += mean.exposed_comm_s / recorded;
-      report.breakdown.bubble_s += mean.bubble_s / recorded;
+  if (steps.count <= 0) return;
+  for (int r = 0; r < ranks; ++r) {
+    if (!report.rank_recorded[r]) continue;
+    Breakdown& mean = report.rank_breakdown[r];
+    for (const Breakdown& b : s.timelines[r].Attribute(steps.run_start, steps.ends, steps.first)) {
+      mean.compute_s += b.compute_s / steps.count;
+      mean.exposed_comm_s += b.exposed_comm_s / steps.count;
+      mean.bubble_s += b.bubble_s / steps.count;
     }
+    report.breakdown.compute_s += mean.compute_s / recorded;
+    report.breakdown.exposed_comm_s += mean.exposed_comm_s / recorded;
+    report.breakdown.bubble_s += mean.bubble_s / recorded;
   }
+}
 
-  // Stragglers: compute per step against the median of the same stage's ranks.
+// Stragglers: compute per step against the median of the same stage's ranks.
+void DiagnosisEngine::FindStragglers(const State& s, const Steps& steps, DiagnosisReport& report) const {
+  const int ranks = static_cast<int>(s.last_end_ns.size());
   std::map<int, std::vector<int>> by_stage;
   std::vector<double> compute(ranks, 0);
-  for (int r = 0; r < ranks && steps > 0; ++r) {
+  for (int r = 0; r < ranks && steps.count > 0; ++r) {
     if (s.last_end_ns[r] == INT64_MIN) continue;  // no event: nothing to compare
-    compute[r] = Seconds(s.timelines[r].ComputeNs(completed)) / steps;  // the steps before hold none
+    compute[r] = Seconds(s.timelines[r].ComputeNs(steps.completed)) / steps.count;  // the steps before hold none
     const int stage = s.stage[r] >= 0 ? s.stage[r] : s.layout ? s.layout->CoordsOf(r).pp : 0;
     by_stage[stage].push_back(r);
   }
@@ -329,15 +374,13 @@ DiagnosisReport DiagnosisEngine::Finish() {
   }
   findings.resize(std::min<size_t>(findings.size(), std::max(0, options_.top_k)));
   report.slowest = std::move(findings);
+}
 
-  // Every rank's stage, for the analyses below.
-  std::vector<int> stage_of(ranks, 0);
-  for (int r = 0; r < ranks; ++r) {
-    stage_of[r] = s.stage[r] >= 0 ? s.stage[r] : s.layout && r < s.layout->world_size() ? s.layout->CoordsOf(r).pp : 0;
-  }
-  FindWaiters(s, stage_of, first, completed, report);
-
-  // Heat map and drift: per rank and completed step.
+// Heat map and drift: per rank and completed step.
+void DiagnosisEngine::MapComputeAndDrift(const State& s, const Steps& steps, const std::vector<int>& stage_of,
+                                         DiagnosisReport& report) const {
+  const TraceHeader& h = s.header;
+  const int ranks = static_cast<int>(s.last_end_ns.size());
   HeatMap& map = report.heatmap;
   if (s.layout) {
     map.tp = h.tp();
@@ -345,25 +388,21 @@ DiagnosisReport DiagnosisEngine::Finish() {
     map.dp = h.dp();
     map.rank_order = h.rank_order();
   }
-  map.compute_s.assign(steps, std::vector<float>(ranks, std::numeric_limits<float>::quiet_NaN()));
+  map.compute_s.assign(steps.count, std::vector<float>(ranks, std::numeric_limits<float>::quiet_NaN()));
   std::vector<std::vector<int64_t>> first_start(ranks);
-  for (int r = 0; r < ranks && steps > 0; ++r) {
+  for (int r = 0; r < ranks && steps.count > 0; ++r) {
     if (!report.rank_recorded[r]) continue;  // NaN: not recorded
-    const std::vector<int64_t> by_step = s.timelines[r].ComputeNsByStep(completed);
-    for (int k = 0; k < steps; ++k) map.compute_s[k][r] = static_cast<float>(Seconds(by_step[first + k]));
-    const std::vector<int64_t> starts = s.timelines[r].FirstStartNsByStep(completed);
-    first_start[r].assign(starts.begin() + first, starts.end());
+    const std::vector<int64_t> by_step = s.timelines[r].ComputeNsByStep(steps.completed);
+    for (int k = 0; k < steps.count; ++k) map.compute_s[k][r] = static_cast<float>(Seconds(by_step[steps.first + k]));
+    const std::vector<int64_t> starts = s.timelines[r].FirstStartNsByStep(steps.completed);
+    first_start[r].assign(starts.begin() + steps.first, starts.end());
   }
   report.drift = FindDrift(first_start, stage_of, options_.drift_threshold_s);
-  if (s.links) {
-    report.slow_link = s.links->Finish(completed, options_.slow_transfer_threshold, options_.slow_nic_threshold,
-                                       options_.congested_min_ranks, options_.congested_min_excess);
-  }
-  if (report.run_failed) {
-    report.hang = s.hang.Finish(completed, stage_of, s.layout ? &*s.layout : nullptr);
-  }
+}
 
-  // Failure: a lost heartbeat names the rank; otherwise the rank that went silent first.
+// Failure: a lost heartbeat names the rank; otherwise the rank that went silent first.
+void DiagnosisEngine::FindFailure(const State& s, const Steps& steps, DiagnosisReport& report) const {
+  const int ranks = static_cast<int>(s.last_end_ns.size());
   if (s.heartbeat_lost) {
     FailureFinding f;
     f.rank = s.heartbeat_lost->rank();
@@ -371,9 +410,7 @@ DiagnosisReport DiagnosisEngine::Finish() {
     // status, else from the trace's events): heartbeats are seconds apart, ops milliseconds.
     const int64_t heartbeat_ns = s.heartbeat_lost->last_heartbeat_ns();
     int64_t op_end_ns = s.heartbeat_lost->has_last_op_end_ns() ? s.heartbeat_lost->last_op_end_ns() : INT64_MIN;
-    if (f.rank >= 0 && f.rank < static_cast<int>(s.last_end_ns.size())) {
-      op_end_ns = std::max(op_end_ns, s.last_end_ns[f.rank]);
-    }
+    if (f.rank >= 0 && f.rank < ranks) op_end_ns = std::max(op_end_ns, s.last_end_ns[f.rank]);
     f.time_s = Seconds(std::max(heartbeat_ns, op_end_ns));
     f.detected_s = Seconds(s.heartbeat_lost->time_ns());
     f.evidence = "heartbeat lost: last heartbeat at " + std::to_string(Seconds(heartbeat_ns)) + " s" +
@@ -381,30 +418,30 @@ DiagnosisReport DiagnosisEngine::Finish() {
                                            : std::string()) +
                  ", noticed at " + std::to_string(f.detected_s) + " s";
     report.failure = f;
-  } else if (report.run_failed && ranks > 0) {
-    FailureFinding f = SilentRank(s.last_end_ns, run_start);
-    if (s.op_failures > 0 && report.hang && report.hang->rank != f.rank && report.hang->rank >= 0 &&
-        report.hang->rank < ranks) {
-      // No rank died (no heartbeat lost): the job stopped on its watchdogs, and the rank that
-      // held the hung collective up is the one to name, not whichever went quiet first.
-      const HangFinding& h = *report.hang;
-      f.rank = h.rank;
-      f.time_s = Seconds(s.last_end_ns[h.rank] == INT64_MIN ? run_start : s.last_end_ns[h.rank]);
-      f.detected_s = Seconds(s.first_op_failure_ns);
-      f.evidence = std::to_string(s.op_failures) + " op timeout/failure status(es), first at " +
-                   std::to_string(f.detected_s) + " s, no heartbeat lost: the hang's culprit (" +
-                   HangCauseName(h.cause) + ")";
-    } else if (s.op_failures > 0) {
-      f.detected_s = Seconds(s.first_op_failure_ns);
-      f.evidence = std::to_string(s.op_failures) + " op timeout/failure status(es), first at " +
-                   std::to_string(f.detected_s) + " s; " + f.evidence;
-    } else {
-      f.detected_s = s.end && s.end->has_end_ns() ? Seconds(s.end->end_ns()) : f.time_s;
-      f.evidence = "the run ended failed; " + f.evidence;
-    }
-    report.failure = f;
+    return;
   }
-  return report;
+  if (!report.run_failed || ranks == 0) return;
+  FailureFinding f = SilentRank(s.last_end_ns, steps.run_start);
+  if (s.op_failures > 0 && report.hang && report.hang->rank != f.rank && report.hang->rank >= 0 &&
+      report.hang->rank < ranks) {
+    // No rank died (no heartbeat lost): the job stopped on its watchdogs, and the rank that held
+    // the hung collective up is the one to name, not whichever went quiet first.
+    const HangFinding& h = *report.hang;
+    f.rank = h.rank;
+    f.time_s = Seconds(s.last_end_ns[h.rank] == INT64_MIN ? steps.run_start : s.last_end_ns[h.rank]);
+    f.detected_s = Seconds(s.first_op_failure_ns);
+    f.evidence = std::to_string(s.op_failures) + " op timeout/failure status(es), first at " +
+                 std::to_string(f.detected_s) + " s, no heartbeat lost: the hang's culprit (" +
+                 HangCauseName(h.cause) + ")";
+  } else if (s.op_failures > 0) {
+    f.detected_s = Seconds(s.first_op_failure_ns);
+    f.evidence = std::to_string(s.op_failures) + " op timeout/failure status(es), first at " +
+                 std::to_string(f.detected_s) + " s; " + f.evidence;
+  } else {
+    f.detected_s = s.end && s.end->has_end_ns() ? Seconds(s.end->end_ns()) : f.time_s;
+    f.evidence = "the run ended failed; " + f.evidence;
+  }
+  report.failure = f;
 }
 
 int64_t StepNumber(const DiagnosisReport& r, int step) {

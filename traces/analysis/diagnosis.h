@@ -163,8 +163,17 @@ class DiagnosisEngine : public TraceSink {
 
  private:
   struct State;
+  struct Steps;
+  // Finish's steps, in order.
+  Steps CountSteps(const State& s, DiagnosisReport& report) const;
+  void TimeSteps(const State& s, const Steps& steps, DiagnosisReport& report) const;
+  void BreakDown(const State& s, const Steps& steps, DiagnosisReport& report) const;
+  void FindStragglers(const State& s, const Steps& steps, DiagnosisReport& report) const;
   void FindWaiters(const State& s, const std::vector<int>& stage_of, int first, int completed,
                    DiagnosisReport& report) const;
+  void MapComputeAndDrift(const State& s, const Steps& steps, const std::vector<int>& stage_of,
+                          DiagnosisReport& report) const;
+  void FindFailure(const State& s, const Steps& steps, DiagnosisReport& report) const;
   std::unique_ptr<State> state_;
   DiagnosisOptions options_;
 };
