@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "exec/data/data_pipeline.h"
 #include "exec/parallel/distributed_optimizer.h"
@@ -112,192 +113,262 @@ Status GatherBatch(Communicator* world, const LayoutSpec& l, const std::vector<i
   return Status::Ok();
 }
 
+// One rank's training run: its data, model, optimizer, recorder and interpreter, and the step loop.
+// Members in construction order: the interpreter gates the recorder, the optimizer holds the model
+// and the groups, the checkpointer the optimizer.
+class TrainingRun {
+ public:
+  TrainingRun(const Plan& plan, const RunOptions& options, Communicator* world, TraceSink* sink)
+      : plan_(plan), options_(options), world_(world), sink_(sink),
+        device_(options.device != nullptr ? options.device : CpuDevice()) {}
+
+  // The checks every rank agrees on, then what the steps need; collective.
+  Status Open();
+  // Restores the newest checkpoint, if the run checkpoints; the step it resumes at.
+  Status OpenCheckpoints();
+  Result<TrainingReport> Run();
+
+ private:
+  Status OpenData();
+  Status RunStep(int step);
+  // The first step's batch, parameters and (once reduced) gradients, gathered on rank 0 for the
+  // PyTorch oracle (RunOptions.dump_first_step).
+  Status DumpFirstStep();
+  // A checkpoint after the step, when one is due or the run was asked to stop.
+  Status CheckpointAfter(int step);
+  void EndTrace(int completed, bool failed);
+
+  const Plan& plan_;
+  const RunOptions& options_;
+  Communicator* world_;
+  TraceSink* sink_;  // rank 0's; dropped (null) after a failed write
+  Device* device_;
+  GptConfig config_;
+  int steps_ = 0;
+  std::unique_ptr<DataPipeline> batches_;
+  std::optional<ParallelGroups> groups_;
+  StageSetup setup_;
+  std::unique_ptr<StageModel> model_;
+  std::unique_ptr<DistributedOptimizer> optimizer_;
+  StepSetup schedule_;
+  std::unique_ptr<OpRecorder> recorder_;
+  std::unique_ptr<StageInterpreter> interpreter_;
+  std::unique_ptr<Checkpointer> checkpoints_;
+  std::vector<int32_t> in_, tg_;  // the step's tokens and targets, all micro-batches
+  std::vector<MicroBatchData> data_;
+  std::vector<float> unused_;     // what a gather leaves on ranks other than 0 (nothing)
+  bool stop_agreed_ = false;      // some rank was asked to stop: all stop at this step's end
+  std::chrono::steady_clock::time_point wall0_;
+  TrainingReport report_;
+};
+
+Status TrainingRun::Open() {
+  MS_ASSIGN_OR_RETURN(config_, GptConfigFromModel(plan_.model()));
+  MS_RETURN_IF_ERROR(CheckLaunch(plan_, config_, world_->size()));
+  const LayoutSpec& l = plan_.layout();
+  if (options_.dump_first_step && l.zero_stage() != 0) {
+    return Status::BadField("layout.zero_stage", Num(l.zero_stage()),
+                            "must be 0 to dump a step (each rank's gradients are whole only without ZeRO)");
+  }
+  steps_ = options_.steps > 0 ? options_.steps : plan_.training().steps();
+  MS_RETURN_IF_ERROR(OpenData());
+  MS_ASSIGN_OR_RETURN(ParallelGroups groups, MakeGroups(world_, l));
+  groups_.emplace(std::move(groups));
+  const RankCoords me = groups_->coords;
+  setup_ = StageSetupOf(plan_, me);
+  model_ = std::make_unique<StageModel>(config_, setup_, device_);
+  model_->InitParams(options_.param_seed);
+  optimizer_ = std::make_unique<DistributedOptimizer>(model_.get(), &*groups_, world_, plan_.stages(me.pp),
+                                                      OptimizerSetupOf(plan_, options_.hyper, options_.clip_norm));
+  // The loss of the step is the mean over all G x T tokens: each micro-batch's mean (over its N
+  // tokens, the same on every TP peer: the cross-entropy is vocabulary-parallel) weighs
+  // 1 / (micro-batches x replicas), counted once per TP group.
+  schedule_.loss_scale = 1.0f / (static_cast<float>(plan_.microbatches()) * l.dp());
+  schedule_.counts_loss = me.tp == 0;
+  const OpShape shape = OpShapeOf(plan_.model(), plan_.layout(), plan_.training().micro_batch());
+  MS_RETURN_IF_ERROR(world_->Barrier());
+  recorder_ = std::make_unique<OpRecorder>(device_, shape, world_->rank(), me.pp, device_->NowNs(),
+                                           &plan_.stages(me.pp));
+  recorder_->SetProgress(options_.progress);
+  if (options_.progress != nullptr) options_.progress->origin_ns.store(recorder_->origin_ns());
+  if (world_->rank() == 0 && sink_ != nullptr) sink_->OnHeader(ExecTraceHeader(plan_, steps_, device_->name()));
+  TpContext ctx;
+  ctx.device = device_;
+  ctx.tp = groups_->tp.get();
+  ctx.sequence_parallel = l.sequence_parallel();
+  ctx.recorder = recorder_.get();
+  interpreter_ = std::make_unique<StageInterpreter>(plan_.stages(me.pp), model_.get(), &*groups_, ctx,
+                                                    optimizer_.get());
+  const int m = plan_.microbatches(), mb = plan_.training().micro_batch(), T = config_.seq_len;
+  in_.assign(static_cast<size_t>(m) * mb * T, 0);
+  tg_.assign(in_.size(), 0);
+  data_.resize(m);
+  for (int k = 0; k < m; ++k) {
+    const size_t at = static_cast<size_t>(k) * mb * T;
+    data_[k] = {in_.data() + at, tg_.data() + at};
+  }
+  wall0_ = std::chrono::steady_clock::now();  // the run's wall time counts a checkpoint's restore
+  return Status::Ok();
+}
+
+// The data (exec/data/data_pipeline.h): this rank's DP replica's rows, read here or by its TP
+// group's reader; all ranks agree on the outcome before anyone goes on.
+Status TrainingRun::OpenData() {
+  const LayoutSpec& l = plan_.layout();
+  const RankCoords data_coords = RankLayout(l).CoordsOf(world_->rank());
+  DataShard shard;
+  shard.global_batch = static_cast<int>(plan_.training().global_batch());
+  shard.seq_len = config_.seq_len;
+  shard.vocab = config_.vocab;
+  shard.seed = options_.data_seed;
+  shard.rows = shard.global_batch / l.dp();
+  shard.first_row = data_coords.dp * shard.rows;
+  MS_ASSIGN_OR_RETURN(batches_, DataPipeline::Open(options_.corpus, shard, options_.data, data_coords.tp, world_));
+  return Status::Ok();
+}
+
+Status TrainingRun::OpenCheckpoints() {
+  if (options_.checkpoint.dir.empty()) return Status::Ok();
+  CheckpointOptions checkpoint = options_.checkpoint;
+  checkpoint.progress = options_.progress;
+  OpRecorder* recorder = recorder_.get();
+  checkpoint.host_work = [recorder](const char* name, int step, Lane lane, int64_t start_ns, int64_t end_ns) {
+    recorder->HostWork(name, step, lane, start_ns, end_ns);
+  };
+  checkpoints_ = std::make_unique<Checkpointer>(checkpoint, plan_, options_.param_seed, options_.data_seed, world_,
+                                                &*groups_, optimizer_.get());
+  MS_ASSIGN_OR_RETURN(report_.start_step, checkpoints_->Restore());
+  if (report_.start_step > steps_) {
+    // Every rank reads the same checkpoint: all refuse alike.
+    return Status::BadField("run.checkpoint.dir", "'" + options_.checkpoint.dir + "'",
+                            "holds a checkpoint after step " + std::to_string(report_.start_step) + ", past the " +
+                                std::to_string(steps_) +
+                                " step(s) asked (--steps or training.steps): ask for more, or move the folder "
+                                "away to start afresh");
+  }
+  return Status::Ok();
+}
+
+Status TrainingRun::DumpFirstStep() {
+  if (world_->rank() == 0) report_.first_step.emplace();
+  StepDump* dump = world_->rank() == 0 ? &*report_.first_step : nullptr;
+  if (dump != nullptr) dump->rows = static_cast<int>(plan_.training().global_batch());
+  MS_RETURN_IF_ERROR(GatherFull(world_, plan_, config_, setup_, *model_, model_->params(),
+                                dump ? &dump->params : &unused_));
+  MS_RETURN_IF_ERROR(GatherBatch(world_, plan_.layout(), in_, tg_, dump));
+  optimizer_->SetReducedGradsHook([this, dump](const float* grads) {
+    return GatherFull(world_, plan_, config_, setup_, *model_, grads, dump ? &dump->grads : &unused_);
+  });
+  return Status::Ok();
+}
+
+// One step; any error in it is the run failing on this rank (its peers may be blocked).
+Status TrainingRun::RunStep(int step) {
+  recorder_->BeginStep(step);
+  interpreter_->BeginStep();
+  MS_RETURN_IF_ERROR(batches_->Fetch(step, groups_->tp.get(), in_.data(), tg_.data()));
+  if (options_.dump_first_step && step == 0) MS_RETURN_IF_ERROR(DumpFirstStep());
+  if (options_.on_passes_begin) options_.on_passes_begin(step);
+  MS_ASSIGN_OR_RETURN(double loss, interpreter_->RunPasses(data_, schedule_));
+  MS_ASSIGN_OR_RETURN(float norm, optimizer_->Step(recorder_.get()));
+  MS_RETURN_IF_ERROR(recorder_->failure());
+  MS_RETURN_IF_ERROR(interpreter_->EndStep());
+  optimizer_->SetReducedGradsHook(nullptr);
+  // The loss's sum carries whether any rank was asked to stop (SIGINT, SIGTERM): all stop at this
+  // step's end together.
+  double sums[2] = {loss, options_.stop != nullptr && options_.stop->load() != 0 ? 1.0 : 0.0};
+  MS_RETURN_IF_ERROR(world_->AllReduceSum(sums, 2));
+  loss = sums[0];
+  stop_agreed_ = sums[1] > 0;
+  report_.losses.push_back(static_cast<float>(loss));
+  if (report_.first_step && step == 0) report_.first_step->loss = static_cast<float>(loss);
+  report_.grad_norms.push_back(norm);
+  MS_RETURN_IF_ERROR(GatherStepEvents(world_, recorder_->TakeEvents(), sink_));
+  // Rank 0 hands the step to the disk now; a failed write (a full disk) is said at once and drops
+  // the trace, not the run.
+  if (sink_ != nullptr) {
+    const Status written = sink_->OnStepDone(step);
+    if (!written.ok()) {
+      report_.trace_error = written.message();
+      std::fprintf(stderr, "megascale: error: %s; the trace is dropped, training goes on\n", written.message().c_str());
+      sink_ = nullptr;
+    }
+  }
+  return Status::Ok();
+}
+
+Status TrainingRun::CheckpointAfter(int step) {
+  if (checkpoints_ == nullptr) return Status::Ok();
+  const int interval = options_.checkpoint.interval_steps;
+  Status s = checkpoints_->AfterStep(step + 1);
+  report_.checkpoints += s.ok() && (step + 1) % interval == 0;
+  // Asked to stop: the state of this step boundary is saved before the run ends.
+  if (s.ok() && stop_agreed_ && (step + 1) % interval != 0) {
+    s = checkpoints_->CheckpointNow(step + 1);
+    ++report_.checkpoints;
+  }
+  report_.checkpoint_blocking_s = checkpoints_->blocking_s();
+  return s;
+}
+
+void TrainingRun::EndTrace(int completed, bool failed) {
+  if (world_->rank() != 0 || sink_ == nullptr) return;
+  RunEnd end;
+  end.set_steps_completed(completed);
+  end.set_failed(failed);
+  end.set_end_ns(device_->NowNs() - recorder_->origin_ns());
+  sink_->OnEnd(end);
+}
+
+Result<TrainingReport> TrainingRun::Run() {
+  for (int step = report_.start_step; step < steps_; ++step) {
+    const auto began = std::chrono::steady_clock::now();
+    if (options_.progress != nullptr) {
+      options_.progress->step.store(step, std::memory_order_relaxed);
+      options_.progress->Tick();
+    }
+    InjectFaults(options_, world_->rank(), step);
+    Status s = RunStep(step);
+    if (s.ok()) s = CheckpointAfter(step);
+    if (!s.ok()) {
+      EndTrace(step, true);
+      return Status::FailedRun("rank " + Num(world_->rank()) + ", step " + Num(step) + ": " + s.message());
+    }
+    if (options_.on_step) {
+      options_.on_step({step, report_.losses.back(), report_.grad_norms.back(),
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()});
+    }
+    if (stop_agreed_) {
+      const int mine = options_.stop != nullptr ? options_.stop->load() : 0;
+      report_.stopped_by_signal = mine != 0 ? mine : SIGTERM;
+      report_.steps_done = step + 1;
+      break;
+    }
+  }
+  if (checkpoints_ != nullptr) {
+    MS_RETURN_IF_ERROR(checkpoints_->Finish());
+    // The last checkpoint's copy and write, told after the last step's events were gathered.
+    MS_RETURN_IF_ERROR(GatherStepEvents(world_, recorder_->TakeEvents(), sink_));
+  }
+  report_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+  if (report_.stopped_by_signal == 0) report_.steps_done = steps_;
+  EndTrace(report_.steps_done, false);
+  // ZeRO: the last step's updated slices reach every replica (a step gathers them before use).
+  MS_RETURN_IF_ERROR(optimizer_->GatherParams());
+  if (options_.gather_params) {
+    MS_RETURN_IF_ERROR(GatherFull(world_, plan_, config_, setup_, *model_, model_->params(), &report_.params));
+  }
+  return std::move(report_);
+}
+
 }  // namespace
 
 Result<TrainingReport> Train(const Plan& plan, const RunOptions& options, Communicator* world,
                              TraceSink* sink) {
-  Device* device = options.device != nullptr ? options.device : CpuDevice();
-  MS_ASSIGN_OR_RETURN(GptConfig config, GptConfigFromModel(plan.model()));
-  MS_RETURN_IF_ERROR(CheckLaunch(plan, config, world->size()));
-  const LayoutSpec& l = plan.layout();
-  if (options.dump_first_step && l.zero_stage() != 0) {
-    return Status::BadField("layout.zero_stage", Num(l.zero_stage()),
-                            "must be 0 to dump a step (each rank's gradients are whole only without ZeRO)");
-  }
-  const TrainingSpec& t = plan.training();
-  const int steps = options.steps > 0 ? options.steps : t.steps();
-  const int G = static_cast<int>(t.global_batch()), mb = t.micro_batch(), m = plan.microbatches();
-
-  // The data (exec/data/data_pipeline.h): this rank's DP replica's rows, read here or by its TP group's
-  // reader; all ranks agree on the outcome before anyone goes on.
-  const RankCoords data_coords = RankLayout(l).CoordsOf(world->rank());
-  DataShard shard;
-  shard.global_batch = G;
-  shard.seq_len = config.seq_len;
-  shard.vocab = config.vocab;
-  shard.seed = options.data_seed;
-  shard.rows = G / l.dp();
-  shard.first_row = data_coords.dp * shard.rows;
-  MS_ASSIGN_OR_RETURN(std::unique_ptr<DataPipeline> batches,
-                      DataPipeline::Open(options.corpus, shard, options.data, data_coords.tp, world));
-
-  MS_ASSIGN_OR_RETURN(ParallelGroups groups, MakeGroups(world, l));
-  const RankCoords me = groups.coords;
-  const StageSetup setup = StageSetupOf(plan, me);
-  StageModel model(config, setup, device);
-  model.InitParams(options.param_seed);
-
-  DistributedOptimizer optimizer(&model, &groups, world, plan.stages(me.pp),
-                                 OptimizerSetupOf(plan, options.hyper, options.clip_norm));
-
-  // The loss of the step is the mean over all G x T tokens: each micro-batch's mean (over its N
-  // tokens, the same on every TP peer: the cross-entropy is vocabulary-parallel) weighs
-  // 1 / (micro-batches x replicas), counted once per TP group.
-  StepSetup schedule;
-  schedule.loss_scale = 1.0f / (static_cast<float>(m) * l.dp());
-  schedule.counts_loss = me.tp == 0;
-
-  const OpShape shape = OpShapeOf(plan.model(), plan.layout(), plan.training().micro_batch());
-  MS_RETURN_IF_ERROR(world->Barrier());
-  OpRecorder recorder(device, shape, world->rank(), me.pp, device->NowNs(), &plan.stages(me.pp));
-  recorder.SetProgress(options.progress);
-  if (options.progress != nullptr) options.progress->origin_ns.store(recorder.origin_ns());
-  if (world->rank() == 0 && sink != nullptr) sink->OnHeader(ExecTraceHeader(plan, steps, device->name()));
-  TpContext ctx;
-  ctx.device = device;
-  ctx.tp = groups.tp.get();
-  ctx.sequence_parallel = l.sequence_parallel();
-  ctx.recorder = &recorder;
-  StageInterpreter interpreter(plan.stages(me.pp), &model, &groups, ctx, &optimizer);
-
-  TrainingReport report;
-  const int T = config.seq_len;
-  std::vector<int32_t> in(static_cast<size_t>(m) * mb * T), tg(in.size());
-  std::vector<MicroBatchData> data(m);
-  for (int k = 0; k < m; ++k) {
-    const size_t at = static_cast<size_t>(k) * mb * T;
-    data[k] = {in.data() + at, tg.data() + at};
-  }
-  const auto wall0 = std::chrono::steady_clock::now();
-  std::vector<float> unused;  // what a gather leaves on ranks other than 0 (nothing)
-  // One step; any error in it is the run failing on this rank (its peers may be blocked).
-  bool stop_agreed = false;
-  auto run_step = [&](int step) -> Status {
-    recorder.BeginStep(step);
-    interpreter.BeginStep();
-    MS_RETURN_IF_ERROR(batches->Fetch(step, groups.tp.get(), in.data(), tg.data()));
-    if (options.dump_first_step && step == 0) {
-      if (world->rank() == 0) report.first_step.emplace();
-      StepDump* dump = world->rank() == 0 ? &*report.first_step : nullptr;
-      if (dump != nullptr) dump->rows = G;
-      MS_RETURN_IF_ERROR(GatherFull(world, plan, config, setup, model, model.params(), dump ? &dump->params : &unused));
-      MS_RETURN_IF_ERROR(GatherBatch(world, l, in, tg, dump));
-      optimizer.SetReducedGradsHook([&, dump](const float* grads) {
-        return GatherFull(world, plan, config, setup, model, grads, dump ? &dump->grads : &unused);
-      });
-    }
-    if (options.on_passes_begin) options.on_passes_begin(step);
-    MS_ASSIGN_OR_RETURN(double loss, interpreter.RunPasses(data, schedule));
-    MS_ASSIGN_OR_RETURN(float norm, optimizer.Step(&recorder));
-    MS_RETURN_IF_ERROR(recorder.failure());
-    MS_RETURN_IF_ERROR(interpreter.EndStep());
-    optimizer.SetReducedGradsHook(nullptr);
-    // The loss's sum carries whether any rank was asked to stop (SIGINT, SIGTERM): all stop at this
-    // step's end together.
-    double sums[2] = {loss, options.stop != nullptr && options.stop->load() != 0 ? 1.0 : 0.0};
-    MS_RETURN_IF_ERROR(world->AllReduceSum(sums, 2));
-    loss = sums[0];
-    stop_agreed = sums[1] > 0;
-    report.losses.push_back(static_cast<float>(loss));
-    if (report.first_step && step == 0) report.first_step->loss = static_cast<float>(loss);
-    report.grad_norms.push_back(norm);
-    MS_RETURN_IF_ERROR(GatherStepEvents(world, recorder.TakeEvents(), sink));
-    // Rank 0 hands the step to the disk now; a failed write (a full disk) is said at once and drops
-    // the trace, not the run.
-    if (sink != nullptr) {
-      const Status written = sink->OnStepDone(step);
-      if (!written.ok()) {
-        report.trace_error = written.message();
-        std::fprintf(stderr, "megascale: error: %s; the trace is dropped, training goes on\n", written.message().c_str());
-        sink = nullptr;
-      }
-    }
-    return Status::Ok();
-  };
-  auto end_trace = [&](int completed, bool failed) {
-    if (world->rank() != 0 || sink == nullptr) return;
-    RunEnd end;
-    end.set_steps_completed(completed);
-    end.set_failed(failed);
-    end.set_end_ns(device->NowNs() - recorder.origin_ns());
-    sink->OnEnd(end);
-  };
-  std::unique_ptr<Checkpointer> checkpoints;
-  if (!options.checkpoint.dir.empty()) {
-    CheckpointOptions checkpoint = options.checkpoint;
-    checkpoint.progress = options.progress;
-    checkpoint.host_work = [&recorder](const char* name, int step, Lane lane, int64_t start_ns, int64_t end_ns) {
-      recorder.HostWork(name, step, lane, start_ns, end_ns);
-    };
-    checkpoints = std::make_unique<Checkpointer>(checkpoint, plan, options.param_seed, options.data_seed, world,
-                                                 &groups, &optimizer);
-    MS_ASSIGN_OR_RETURN(report.start_step, checkpoints->Restore());
-    if (report.start_step > steps) {
-      // Every rank reads the same checkpoint: all refuse alike.
-      return Status::BadField("run.checkpoint.dir", "'" + options.checkpoint.dir + "'",
-                              "holds a checkpoint after step " + std::to_string(report.start_step) + ", past the " +
-                                  std::to_string(steps) +
-                                  " step(s) asked (--steps or training.steps): ask for more, or move the folder "
-                                  "away to start afresh");
-    }
-  }
-  for (int step = report.start_step; step < steps; ++step) {
-    const auto began = std::chrono::steady_clock::now();
-    if (options.progress != nullptr) {
-      options.progress->step.store(step, std::memory_order_relaxed);
-      options.progress->Tick();
-    }
-    InjectFaults(options, world->rank(), step);
-    Status s = run_step(step);
-    if (s.ok() && checkpoints != nullptr) {
-      s = checkpoints->AfterStep(step + 1);
-      report.checkpoints += s.ok() && (step + 1) % options.checkpoint.interval_steps == 0;
-      // Asked to stop: the state of this step boundary is saved before the run ends.
-      if (s.ok() && stop_agreed && (step + 1) % options.checkpoint.interval_steps != 0) {
-        s = checkpoints->CheckpointNow(step + 1);
-        ++report.checkpoints;
-      }
-      report.checkpoint_blocking_s = checkpoints->blocking_s();
-    }
-    if (!s.ok()) {
-      end_trace(step, true);
-      return Status::FailedRun("rank " + Num(world->rank()) + ", step " + Num(step) + ": " + s.message());
-    }
-    if (options.on_step) {
-      options.on_step({step, report.losses.back(), report.grad_norms.back(),
-                       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()});
-    }
-    if (stop_agreed) {
-      const int mine = options.stop != nullptr ? options.stop->load() : 0;
-      report.stopped_by_signal = mine != 0 ? mine : SIGTERM;
-      report.steps_done = step + 1;
-      break;
-    }
-  }
-  if (checkpoints != nullptr) {
-    MS_RETURN_IF_ERROR(checkpoints->Finish());
-    // The last checkpoint's copy and write, told after the last step's events were gathered.
-    MS_RETURN_IF_ERROR(GatherStepEvents(world, recorder.TakeEvents(), sink));
-  }
-  report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  if (report.stopped_by_signal == 0) report.steps_done = steps;
-  end_trace(report.steps_done, false);
-  // ZeRO: the last step's updated slices reach every replica (a step gathers them before use).
-  MS_RETURN_IF_ERROR(optimizer.GatherParams());
-  if (options.gather_params) {
-    MS_RETURN_IF_ERROR(GatherFull(world, plan, config, setup, model, model.params(), &report.params));
-  }
-  return report;
+  TrainingRun run(plan, options, world, sink);
+  MS_RETURN_IF_ERROR(run.Open());
+  MS_RETURN_IF_ERROR(run.OpenCheckpoints());
+  return run.Run();
 }
 
 }  // namespace exec

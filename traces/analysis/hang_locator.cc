@@ -91,28 +91,48 @@ std::optional<std::pair<int, HangLocator::OpInfo>> HangLocator::NextCommunicatio
   return *next;
 }
 
-std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<int>& stage,
-                                               const RankLayout* layout) const {
-  const int ranks = static_cast<int>(std::max(stage.size(), last_.size()));
-  auto stage_of = [&](int r) { return r < static_cast<int>(stage.size()) && stage[r] >= 0 ? stage[r] : 0; };
-  auto last_end = [&](int r) { return r < static_cast<int>(last_.size()) ? last_[r].end_ns : INT64_MIN; };
-  std::set<int> lost;
-  for (const RankStatus& s : lost_) lost.insert(s.rank());
-
-  // Instances of hung collectives: (group, step, first member, seq) -> members and who waits in it.
-  using InstKey = std::tuple<int, int, int, int>;
+// What Finish works out: the hung collectives' instances, who waits in which, every rank's score.
+struct HangLocator::Hung {
+  using InstKey = std::tuple<int, int, int, int>;  // (group, step, first member, seq)
   struct Inst {
     std::vector<int> members;
-    std::set<int> entered;
+    std::set<int> entered;  // members in it: timed out in it, or there and not timed out yet
     OpKind kind = EMBEDDING;
     Phase phase = FORWARD;
   };
+  const std::vector<int>& stage;
+  const std::vector<LastOp>& last;
+  const RankLayout* layout;
+  int ranks = 0;
+  std::set<int> lost;                 // ranks whose heartbeat was lost
   std::map<InstKey, Inst> insts;
   std::map<int, InstKey> waiting_in;  // rank -> the instance it timed out in
+  std::map<int, double> score;
+  std::set<int> mismatched;           // ranks waiting in another collective of the very same group
+
+  int stage_of(int r) const { return r < static_cast<int>(stage.size()) && stage[r] >= 0 ? stage[r] : 0; }
+  int64_t last_end(int r) const { return r < static_cast<int>(last.size()) ? last[r].end_ns : INT64_MIN; }
+};
+
+std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<int>& stage,
+                                               const RankLayout* layout) const {
+  Hung h{stage, last_, layout};
+  h.ranks = static_cast<int>(std::max(stage.size(), last_.size()));
+  for (const RankStatus& s : lost_) h.lost.insert(s.rank());
+  CollectInstances(&h);
+  AddLateMembers(hung_step, &h);
+  Score(&h);
+  if (h.score.empty()) return std::nullopt;
+  return Explain(hung_step, h);
+}
+
+// Instances of hung collectives: (group, step, first member, seq) -> members and who waits in it.
+void HangLocator::CollectInstances(Hung* h) const {
+  const RankLayout* layout = h->layout;
   const int pp = layout && layout->world_size() > 0 ? layout->CoordsOf(layout->world_size() - 1).pp + 1 : 1;
   for (const Wait& w : waits_) {
     if (!layout || w.rank < 0 || w.rank >= layout->world_size()) continue;
-    const std::optional<OpInfo> info = Resolve(w, stage_of(w.rank));
+    const std::optional<OpInfo> info = Resolve(w, h->stage_of(w.rank));
     if (!info || info->group == NO_GROUP) continue;
     std::vector<int> members;
     int seq = info->seq;
@@ -129,27 +149,29 @@ std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<
       seq = -1;  // a send and its receive carry different sequence numbers
     }
     const int first = *std::min_element(members.begin(), members.end());
-    const InstKey key{info->group, w.step, first, seq};
-    Inst& inst = insts[key];
+    const Hung::InstKey key{info->group, w.step, first, seq};
+    Hung::Inst& inst = h->insts[key];
     inst.members = members;
     inst.kind = info->kind;
     inst.phase = info->phase;
     inst.entered.insert(w.rank);
-    waiting_in[w.rank] = key;
+    h->waiting_in[w.rank] = key;
   }
+}
 
-  // A member without a timeout of its own may still be in the collective: NCCL's watchdogs fire
-  // one by one, and the first tears the job down, so a member that posted it later had not timed
-  // out yet. It is in it when the op after its last one in its stage's program is this
-  // collective (the other side of a PP transfer; the same group and sequence number) and it got
-  // there no earlier than those that timed out (its last op ended after theirs): one that got
-  // there first and did not time out first never posted it (held up on its host).
-  for (auto& [key, inst] : insts) {
+// A member without a timeout of its own may still be in the collective: NCCL's watchdogs fire one by
+// one, and the first tears the job down, so a member that posted it later had not timed out yet. It
+// is in it when the op after its last one in its stage's program is this collective (the other side
+// of a PP transfer; the same group and sequence number) and it got there no earlier than those that
+// timed out (its last op ended after theirs): one that got there first and did not time out first
+// never posted it (held up on its host).
+void HangLocator::AddLateMembers(int hung_step, Hung* h) const {
+  for (auto& [key, inst] : h->insts) {
     int64_t waiters_end = INT64_MAX;
-    for (int w : inst.entered) waiters_end = std::min(waiters_end, last_end(w));
+    for (int w : inst.entered) waiters_end = std::min(waiters_end, h->last_end(w));
     for (int m : inst.members) {
-      if (inst.entered.count(m) || waiting_in.count(m) || last_end(m) < waiters_end) continue;
-      const std::optional<std::pair<int, OpInfo>> next = NextCommunication(m, hung_step, stage_of(m));
+      if (inst.entered.count(m) || h->waiting_in.count(m) || h->last_end(m) < waiters_end) continue;
+      const std::optional<std::pair<int, OpInfo>> next = NextCommunication(m, hung_step, h->stage_of(m));
       if (!next || next->second.group != std::get<0>(key)) continue;
       const OpInfo& op = next->second;
       const bool same = op.group == PP_GROUP ? op.kind != inst.kind && op.phase == inst.phase
@@ -157,57 +179,57 @@ std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<
       if (same) inst.entered.insert(m);
     }
   }
+}
 
-  // Score every rank by the evidence against it.
-  std::map<int, double> score;
-  std::set<int> mismatched;
-  for (const auto& [key, inst] : insts) {
+// Every rank scored by the evidence against it; with no located wait, the first lost heartbeat,
+// else the rank that went silent first.
+void HangLocator::Score(Hung* h) const {
+  for (const auto& [key, inst] : h->insts) {
     const bool all_in = inst.entered.size() == inst.members.size();
     for (int m : inst.members) {
       if (all_in) {
-        score[m] += 1;  // communication: the rank shared by the most hung transfers
+        h->score[m] += 1;  // communication: the rank shared by the most hung transfers
         continue;
       }
       if (inst.entered.count(m)) continue;
-      auto other = waiting_in.find(m);
-      if (other != waiting_in.end() && std::get<0>(other->second) == std::get<0>(key) &&
+      auto other = h->waiting_in.find(m);
+      if (other != h->waiting_in.end() && std::get<0>(other->second) == std::get<0>(key) &&
           std::get<2>(other->second) == std::get<2>(key)) {
-        score[m] += 3;  // waits in another collective of the very same group
-        mismatched.insert(m);
-      } else if (lost.count(m)) {
-        score[m] += 3;
-      } else if (other != waiting_in.end()) {
-        score[m] += 1;  // itself held up elsewhere
+        h->score[m] += 3;  // waits in another collective of the very same group
+        h->mismatched.insert(m);
+      } else if (h->lost.count(m)) {
+        h->score[m] += 3;
+      } else if (other != h->waiting_in.end()) {
+        h->score[m] += 1;  // itself held up elsewhere
       } else {
-        score[m] += 2;  // never entered and waits nowhere: busy or stopped
+        h->score[m] += 2;  // never entered and waits nowhere: busy or stopped
       }
     }
   }
-  if (score.empty()) {
-    // No located wait: the first lost heartbeat, else the rank that went silent first.
-    if (!lost_.empty()) {
-      const RankStatus* first = &lost_[0];
-      for (const RankStatus& s : lost_) {
-        if (s.last_heartbeat_ns() < first->last_heartbeat_ns()) first = &s;
-      }
-      score[first->rank()] = 1;
-    } else if (!waits_.empty() || ranks > 0) {
-      int silent = 0;
-      for (int r = 1; r < ranks; ++r) {
-        if (last_end(r) < last_end(silent)) silent = r;
-      }
-      score[silent] = 1;
+  if (!h->score.empty()) return;
+  if (!lost_.empty()) {
+    const RankStatus* first = &lost_[0];
+    for (const RankStatus& s : lost_) {
+      if (s.last_heartbeat_ns() < first->last_heartbeat_ns()) first = &s;
     }
+    h->score[first->rank()] = 1;
+  } else if (!waits_.empty() || h->ranks > 0) {
+    int silent = 0;
+    for (int r = 1; r < h->ranks; ++r) {
+      if (h->last_end(r) < h->last_end(silent)) silent = r;
+    }
+    h->score[silent] = 1;
   }
-  if (score.empty()) return std::nullopt;
-  std::vector<int> order;
-  for (const auto& [r, s] : score) order.push_back(r);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    if (score[a] != score[b]) return score[a] > score[b];
-    if (lost.count(a) != lost.count(b)) return lost.count(a) > lost.count(b);
-    return last_end(a) < last_end(b);
-  });
+}
 
+HangFinding HangLocator::Explain(int hung_step, const Hung& h) const {
+  std::vector<int> order;
+  for (const auto& [r, s] : h.score) order.push_back(r);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (h.score.at(a) != h.score.at(b)) return h.score.at(a) > h.score.at(b);
+    if (h.lost.count(a) != h.lost.count(b)) return h.lost.count(a) > h.lost.count(b);
+    return h.last_end(a) < h.last_end(b);
+  });
   HangFinding f;
   f.rank = order[0];
   f.step = hung_step;
@@ -215,9 +237,9 @@ std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<
   f.suspects = order;
   std::ostringstream ev;
   // The collective: the hung instance with the culprit in it and the most ranks waiting.
-  const Inst* main = nullptr;
-  InstKey main_key{};
-  for (const auto& [key, inst] : insts) {
+  const Hung::Inst* main = nullptr;
+  Hung::InstKey main_key{};
+  for (const auto& [key, inst] : h.insts) {
     if (std::find(inst.members.begin(), inst.members.end(), f.rank) == inst.members.end()) continue;
     if (!main || inst.entered.size() > main->entered.size()) {
       main = &inst;
@@ -231,7 +253,7 @@ std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<
     f.collective_seq = std::get<3>(main_key);
     f.entered = main->entered.count(f.rank) > 0;
     int timed_out = 0;  // of its members, those whose own watchdog fired in it
-    for (int m : main->members) timed_out += waiting_in.count(m) > 0 && waiting_in.at(m) == main_key;
+    for (int m : main->members) timed_out += h.waiting_in.count(m) > 0 && h.waiting_in.at(m) == main_key;
     f.waiting_ranks = timed_out;
     if (f.entered) {
       f.cause = HangFinding::Cause::kCommunication;
@@ -240,27 +262,26 @@ std::optional<HangFinding> HangLocator::Finish(int hung_step, const std::vector<
          << (timed_out == static_cast<int>(main->members.size()) ? "all" : "the others posted it later")
          << ") and the transfer never completed; rank " << f.rank << " is in the most hung transfers";
     } else {
-      f.cause = mismatched.count(f.rank) ? HangFinding::Cause::kMismatchedCollective
-                                         : HangFinding::Cause::kComputeOrHost;
+      f.cause = h.mismatched.count(f.rank) ? HangFinding::Cause::kMismatchedCollective
+                                           : HangFinding::Cause::kComputeOrHost;
       ev << f.waiting_ranks << " rank(s) timed out in " << Group_Name(f.group) << " "
          << f.collective << (f.collective_seq >= 0 ? " seq " + std::to_string(f.collective_seq) : "")
          << " of step " << f.step << "; rank " << f.rank << " never entered it";
       if (f.cause == HangFinding::Cause::kMismatchedCollective) {
-        const Inst& other = insts.at(waiting_in.at(f.rank));
+        const Hung::Inst& other = h.insts.at(h.waiting_in.at(f.rank));
         ev << " (it waits in " << OpKind_Name(other.kind) << " seq "
-           << std::get<3>(waiting_in.at(f.rank)) << " of the same group)";
-      } else if (lost.count(f.rank)) {
+           << std::get<3>(h.waiting_in.at(f.rank)) << " of the same group)";
+      } else if (h.lost.count(f.rank)) {
         ev << " (its heartbeat was lost)";
       }
     }
   } else {
     f.cause = HangFinding::Cause::kComputeOrHost;
-    ev << "rank " << f.rank << (lost.count(f.rank) ? "'s heartbeat was lost first"
-                                                   : " went silent first");
+    ev << "rank " << f.rank << (h.lost.count(f.rank) ? "'s heartbeat was lost first" : " went silent first");
     // The collective it never entered: the first communication op after its last op.
     if (f.rank < static_cast<int>(last_.size())) {
       const LastOp& l = last_[f.rank];
-      const std::optional<std::pair<int, OpInfo>> next = NextCommunication(f.rank, hung_step, stage_of(f.rank));
+      const std::optional<std::pair<int, OpInfo>> next = NextCommunication(f.rank, hung_step, h.stage_of(f.rank));
       if (next) {
         f.collective = OpKind_Name(next->second.kind);
         f.group = next->second.group;

@@ -69,6 +69,12 @@ class HangLocator {
     return (static_cast<uint64_t>(static_cast<uint32_t>(stage)) << 32) | static_cast<uint32_t>(op_id);
   }
   std::optional<OpInfo> Resolve(const Wait& w, int stage) const;
+  struct Hung;  // what Finish works out (hang_locator.cc)
+  // Finish's steps, in order.
+  void CollectInstances(Hung* h) const;
+  void AddLateMembers(int hung_step, Hung* h) const;
+  void Score(Hung* h) const;
+  HangFinding Explain(int hung_step, const Hung& h) const;
   // The first communication op (its id and what it is) after `rank`'s last op in its stage's
   // program: the one it waits in, or would wait in next.
   std::optional<std::pair<int, OpInfo>> NextCommunication(int rank, int hung_step, int stage) const;

@@ -61,49 +61,58 @@ std::string StepList(const std::vector<int64_t>& ids) {
   return out;
 }
 
-}  // namespace
-
-Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, const std::string& meta_path,
-                                     TraceSink* sink) {
-  MS_ASSIGN_OR_RETURN(TimerMeta meta, ReadTimerMeta(meta_path));
-  MS_ASSIGN_OR_RETURN(TimerRows input, json_lines ? ReadTimerJsonLines(path) : ReadTimerCsv(path));
-  TraceHeader& header = meta.header;
-  LayoutSpec spec;
-  spec.set_tp(header.tp());
-  spec.set_pp(header.pp());
-  spec.set_dp(header.dp());
-  spec.set_rank_order(header.rank_order());
-  const RankLayout layout(spec);
-  std::vector<TimerRow>& rows = input.rows;
-  if (rows.empty()) {  // as a Chrome file without events: nothing to diagnose is an error, not "0 steps"
-    return Status::InvalidInput("timer trace '" + path + "' holds no rows (only its header line)");
+// The rows of one timer trace on the way to events: their steps, times, ids and pairing.
+class TimerImport {
+ public:
+  TimerImport(const std::string& path, TimerRows* input, TimerMeta* meta) : path_(path), input_(*input), meta_(*meta) {
+    for (const std::string& name : input_.optypes) types_.push_back(ClassifyTimerOp(name, meta_.op_groups));
   }
-  for (const TimerRow& r : rows) MS_RETURN_IF_ERROR(CheckPlacement(path, r, layout, header));
-  std::vector<TimerOpType> types;
-  for (const std::string& name : input.optypes) types.push_back(ClassifyTimerOp(name, meta.op_groups));
-
+  // Steps renumbered densely (0..n-1), each row's times in ns, laid end to end where the steps
+  // are sparse or each has its own clock.
+  Status PlaceSteps();
+  // Per step and rank, in start order: op ids, collective sequence numbers, the no-ops.
+  void NumberOps();
+  // The op types whose kind was read from their names (the metadata did not set them).
+  void NoteGuessedTypes();
+  // Every event to `sink` in end order, after the header.
+  void Emit(TraceSink* sink);
   ImportStats stats;
-  // Steps: renumbered densely; each sampled step's span.
-  std::vector<int64_t> ids;
-  for (const TimerRow& r : rows) ids.push_back(r.step);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  const int steps = static_cast<int>(ids.size());
-  auto dense = [&](int64_t id) { return static_cast<int>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin()); };
+
+ private:
+  const std::string& path_;
+  TimerRows& input_;
+  TimerMeta& meta_;
+  std::vector<TimerOpType> types_;
+  std::vector<int64_t> ids_;  // the trace's step numbers, ascending
+  std::vector<int> step_of_;  // per row: its dense step
+  std::vector<int64_t> start_ns_, end_ns_;
+  std::vector<size_t> order_;  // rows by (step, rank, start)
+  std::vector<uint32_t> op_id_, seq_;
+  std::vector<bool> no_op_;
+};
+
+Status TimerImport::PlaceSteps() {
+  const std::vector<TimerRow>& rows = input_.rows;
+  for (const TimerRow& r : rows) ids_.push_back(r.step);
+  std::sort(ids_.begin(), ids_.end());
+  ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
+  const int steps = static_cast<int>(ids_.size());
+  auto dense = [&](int64_t id) { return static_cast<int>(std::lower_bound(ids_.begin(), ids_.end(), id) - ids_.begin()); };
   std::vector<int64_t> first_ns(steps, INT64_MAX), last_ns(steps, INT64_MIN);
-  std::vector<int64_t> start_ns(rows.size()), end_ns(rows.size());
-  std::vector<int> step_of(rows.size());
+  start_ns_.resize(rows.size());
+  end_ns_.resize(rows.size());
+  step_of_.resize(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    step_of[i] = dense(rows[i].step);
-    start_ns[i] = std::llround(rows[i].start_s * 1e9);
-    end_ns[i] = start_ns[i] + std::llround(rows[i].duration_s * 1e9);
-    first_ns[step_of[i]] = std::min(first_ns[step_of[i]], start_ns[i]);
-    last_ns[step_of[i]] = std::max(last_ns[step_of[i]], end_ns[i]);
+    step_of_[i] = dense(rows[i].step);
+    start_ns_[i] = std::llround(rows[i].start_s * 1e9);
+    end_ns_[i] = start_ns_[i] + std::llround(rows[i].duration_s * 1e9);
+    first_ns[step_of_[i]] = std::min(first_ns[step_of_[i]], start_ns_[i]);
+    last_ns[step_of_[i]] = std::max(last_ns[step_of_[i]], end_ns_[i]);
   }
   bool own_clocks = false, sparse = false;
   for (int k = 1; k < steps; ++k) {
     own_clocks |= first_ns[k] < last_ns[k - 1];
-    sparse |= ids[k] != ids[k - 1] + 1;
+    sparse |= ids_[k] != ids_[k - 1] + 1;
   }
   // A trace may span at most 1e9 s (31 years), steps laid end to end or on its one clock: every
   // time and every difference the analyses take then stays far inside int64 nanoseconds. (Summed
@@ -116,7 +125,7 @@ Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, c
   }
   if (!(own_clocks || sparse)) span = hi_all - lo_all;
   if (span > kMaxSpanNs) {
-    return Status::InvalidInput("trace '" + path + "' spans " + std::to_string(static_cast<int64_t>(span / 1e9)) +
+    return Status::InvalidInput("trace '" + path_ + "' spans " + std::to_string(static_cast<int64_t>(span / 1e9)) +
                                 " s from its first row to its last: must be at most 1e9 s");
   }
   std::vector<int64_t> shift(steps, 0);
@@ -128,67 +137,73 @@ Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, c
       placed += last_ns[k] - first_ns[k];
     }
     stats.notes.push_back(std::string(own_clocks ? "each step has its own clock" : "steps are a sparse sample") +
-                          " (" + std::to_string(steps) + " steps: " + StepList(ids) +
+                          " (" + std::to_string(steps) + " steps: " + StepList(ids_) +
                           "): each step's time is its own span, from its first op to its last");
   }
   for (size_t i = 0; i < rows.size(); ++i) {
-    start_ns[i] += shift[step_of[i]];
-    end_ns[i] += shift[step_of[i]];
+    start_ns_[i] += shift[step_of_[i]];
+    end_ns_[i] += shift[step_of_[i]];
   }
   // One clock far from 0 (Unix time: 1.7e9 s) is moved to start at the first row.
   int64_t lo = INT64_MAX;
-  for (size_t i = 0; i < rows.size(); ++i) lo = std::min(lo, start_ns[i]);
+  for (size_t i = 0; i < rows.size(); ++i) lo = std::min(lo, start_ns_[i]);
   if (!rows.empty() && (lo < -kFarNs || lo > kFarNs)) {
-    for (size_t i = 0; i < rows.size(); ++i) start_ns[i] -= lo, end_ns[i] -= lo;
+    for (size_t i = 0; i < rows.size(); ++i) start_ns_[i] -= lo, end_ns_[i] -= lo;
   }
+  return Status::Ok();
+}
 
-  // Per step and rank, in start order: op ids, pair indices, collective sequence numbers.
-  std::vector<size_t> order(rows.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (step_of[a] != step_of[b]) return step_of[a] < step_of[b];
+void TimerImport::NumberOps() {
+  const std::vector<TimerRow>& rows = input_.rows;
+  order_.resize(rows.size());
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
+    if (step_of_[a] != step_of_[b]) return step_of_[a] < step_of_[b];
     if (rows[a].rank != rows[b].rank) return rows[a].rank < rows[b].rank;
-    if (start_ns[a] != start_ns[b]) return start_ns[a] < start_ns[b];
+    if (start_ns_[a] != start_ns_[b]) return start_ns_[a] < start_ns_[b];
     return rows[a].seq_id < rows[b].seq_id;
   });
-  std::vector<uint32_t> op_id(rows.size()), seq(rows.size());
-  std::vector<bool> no_op(rows.size(), false);
+  op_id_.assign(rows.size(), 0);
+  seq_.assign(rows.size(), 0);
+  no_op_.assign(rows.size(), false);
   int64_t no_ops = 0;
-  for (size_t b = 0; b < order.size();) {
+  for (size_t b = 0; b < order_.size();) {
     size_t e = b;
-    while (e < order.size() && step_of[order[e]] == step_of[order[b]] && rows[order[e]].rank == rows[order[b]].rank) ++e;
+    while (e < order_.size() && step_of_[order_[e]] == step_of_[order_[b]] && rows[order_[e]].rank == rows[order_[b]].rank) {
+      ++e;
+    }
     // The compute window of each phase on this rank: a send or receive outside it was not launched.
     int64_t first_end[2] = {INT64_MAX, INT64_MAX}, last_start[2] = {INT64_MIN, INT64_MIN};
     for (size_t k = b; k < e; ++k) {
-      const size_t i = order[k];
-      const TimerOpType& t = types[rows[i].optype];
+      const size_t i = order_[k];
+      const TimerOpType& t = types_[rows[i].optype];
       if (!t.compute) continue;
       const int ph = t.phase == BACKWARD;
-      first_end[ph] = std::min(first_end[ph], end_ns[i]);
-      last_start[ph] = std::max(last_start[ph], start_ns[i]);
+      first_end[ph] = std::min(first_end[ph], end_ns_[i]);
+      last_start[ph] = std::max(last_start[ph], start_ns_[i]);
     }
     // The k-th op of a type: the row's own seq_id when it has one (a row missing from the trace
     // then leaves a gap instead of shifting every later pair), less the no-ops before it; else
     // its rank in start order.
     std::map<int32_t, uint32_t> per_type, no_ops_before;
     for (size_t k = b; k < e; ++k) {
-      const size_t i = order[k];
-      const TimerOpType& t = types[rows[i].optype];
-      op_id[i] = static_cast<uint32_t>(k - b);
+      const size_t i = order_[k];
+      const TimerOpType& t = types_[rows[i].optype];
+      op_id_[i] = static_cast<uint32_t>(k - b);
       const uint32_t nth = per_type[rows[i].optype]++;
       if (t.p2p) {
         const int ph = t.phase == BACKWARD;
         const bool has_compute = first_end[ph] != INT64_MAX;
-        no_op[i] = has_compute && (t.kind == PP_RECV ? start_ns[i] > last_start[ph] + kNoOpSlackNs
-                                                     : end_ns[i] < first_end[ph] - kNoOpSlackNs);
-        if (no_op[i]) {
+        no_op_[i] = has_compute && (t.kind == PP_RECV ? start_ns_[i] > last_start[ph] + kNoOpSlackNs
+                                                      : end_ns_[i] < first_end[ph] - kNoOpSlackNs);
+        if (no_op_[i]) {
           ++no_ops;
           ++no_ops_before[rows[i].optype];
           continue;
         }
       }
       const uint32_t given = rows[i].seq_id >= 0 ? static_cast<uint32_t>(rows[i].seq_id) : nth;
-      seq[i] = given - std::min(given, no_ops_before[rows[i].optype]);
+      seq_[i] = given - std::min(given, no_ops_before[rows[i].optype]);
     }
     b = e;
   }
@@ -196,11 +211,14 @@ Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, c
     stats.notes.push_back(std::to_string(no_ops) + " send/receive row(s) lie outside the compute of their phase "
                           "(recorded, never launched): kept, not paired");
   }
+}
+
+void TimerImport::NoteGuessedTypes() {
   std::set<std::string> guessed;
-  for (size_t t = 0; t < types.size(); ++t) {
-    const std::string& name = input.optypes[t];
-    if (meta.op_groups.count(name) || name == "gc" || name == "optimizer") continue;
-    const TimerOpType& c = types[t];
+  for (size_t t = 0; t < types_.size(); ++t) {
+    const std::string& name = input_.optypes[t];
+    if (meta_.op_groups.count(name) || name == "gc" || name == "optimizer") continue;
+    const TimerOpType& c = types_[t];
     if (c.kind == HOST_OP) guessed.insert(name + " (compute stream)");
     if (c.kind == OTHER_COLLECTIVE && c.group == NO_GROUP) guessed.insert(name + " (unpaired transfer)");
     if (c.kind == OTHER_COLLECTIVE && c.group != NO_GROUP && name.find("grads") == std::string::npos &&
@@ -208,37 +226,39 @@ Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, c
       guessed.insert(name + " (" + Group_Name(c.group) + " collective)");
     }
   }
-  if (!guessed.empty()) {
-    std::string list;
-    for (const std::string& g : guessed) list += (list.empty() ? "" : ", ") + g;
-    stats.notes.push_back("op types read by their names: " + list + " (metadata op_groups sets them)");
-  }
+  if (guessed.empty()) return;
+  std::string list;
+  for (const std::string& g : guessed) list += (list.empty() ? "" : ", ") + g;
+  stats.notes.push_back("op types read by their names: " + list + " (metadata op_groups sets them)");
+}
 
-  for (int64_t id : ids) header.add_step_ids(id);
+void TimerImport::Emit(TraceSink* sink) {
+  TraceHeader& header = meta_.header;
+  for (int64_t id : ids_) header.add_step_ids(id);
   sink->OnHeader(header);
   // Every rank's events in end order, as TraceSink promises: all of them in end order.
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return end_ns[a] != end_ns[b] ? end_ns[a] < end_ns[b] : start_ns[a] < start_ns[b];
+  std::sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
+    return end_ns_[a] != end_ns_[b] ? end_ns_[a] < end_ns_[b] : start_ns_[a] < start_ns_[b];
   });
   TraceEvent ev;
-  for (size_t i : order) {
-    const TimerRow& r = rows[i];
-    const TimerOpType& t = types[r.optype];
+  for (size_t i : order_) {
+    const TimerRow& r = input_.rows[i];
+    const TimerOpType& t = types_[r.optype];
     ev.Clear();
     ev.set_rank(r.rank);
-    ev.set_step(step_of[i]);
+    ev.set_step(step_of_[i]);
     ev.set_stage(r.stage);
     ev.set_kind(t.kind);
     ev.set_phase(t.phase);
     ev.set_lane(t.lane);
-    ev.set_group(no_op[i] ? NO_GROUP : t.group);
-    ev.set_name(input.optypes[r.optype]);
-    ev.set_op_id(op_id[i]);
-    ev.set_collective_seq(seq[i]);
+    ev.set_group(no_op_[i] ? NO_GROUP : t.group);
+    ev.set_name(input_.optypes[r.optype]);
+    ev.set_op_id(op_id_[i]);
+    ev.set_collective_seq(seq_[i]);
     ev.set_microbatch(t.compute ? r.mb_id : -1);
     ev.set_chunk(r.mc);
-    ev.set_start_ns(start_ns[i]);
-    ev.set_end_ns(end_ns[i]);
+    ev.set_start_ns(start_ns_[i]);
+    ev.set_end_ns(end_ns_[i]);
     sink->OnEvent(ev);
     ++stats.events;
   }
@@ -247,7 +267,31 @@ Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, c
     end.set_steps_completed(header.steps());
     sink->OnEnd(end);
   }
-  return stats;
+}
+
+}  // namespace
+
+Result<ImportStats> ImportTimerTrace(const std::string& path, bool json_lines, const std::string& meta_path,
+                                     TraceSink* sink) {
+  MS_ASSIGN_OR_RETURN(TimerMeta meta, ReadTimerMeta(meta_path));
+  MS_ASSIGN_OR_RETURN(TimerRows input, json_lines ? ReadTimerJsonLines(path) : ReadTimerCsv(path));
+  const TraceHeader& header = meta.header;
+  LayoutSpec spec;
+  spec.set_tp(header.tp());
+  spec.set_pp(header.pp());
+  spec.set_dp(header.dp());
+  spec.set_rank_order(header.rank_order());
+  const RankLayout layout(spec);
+  if (input.rows.empty()) {  // as a Chrome file without events: nothing to diagnose is an error, not "0 steps"
+    return Status::InvalidInput("timer trace '" + path + "' holds no rows (only its header line)");
+  }
+  for (const TimerRow& r : input.rows) MS_RETURN_IF_ERROR(CheckPlacement(path, r, layout, header));
+  TimerImport import(path, &input, &meta);
+  MS_RETURN_IF_ERROR(import.PlaceSteps());
+  import.NumberOps();
+  import.NoteGuessedTypes();
+  import.Emit(sink);
+  return import.stats;
 }
 
 }  // namespace megascale
