@@ -108,80 +108,165 @@ Status ParseChrome(const std::string& path, const std::function<void(const Json&
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* sink) {
-  // Pass 1: the header. Our export carries it whole in otherData.header; otherwise the process
-  // names ("rank R (tp a, dp b, pp c)") and the pids give the layout and the world size.
+// Pass 1 over a Chrome trace: what its header needs. Our export carries the header whole in
+// otherData.header; otherwise the process names ("rank R (tp a, dp b, pp c)") and the pids give
+// the layout and the world size.
+struct ChromeScan {
   Json other;
   int max_pid = -1, max_tp = -1, max_dp = -1, max_pp = -1;
   double first_ns = 0, last_ns = 0;  // the events' time span (double: hostile sums overflow)
   bool timed = false;
+};
+
+Result<ChromeScan> ScanChrome(const std::string& json_path) {
+  ChromeScan scan;
   MS_RETURN_IF_ERROR(ParseChrome(json_path, [&](const Json& e, int64_t index) {
     const int pid = Arg<int>(e, "pid", -1, index, 0, kMaxRanks - 1);
-    max_pid = std::max(max_pid, pid);
+    scan.max_pid = std::max(scan.max_pid, pid);
     if (e.value("ph", "") == "X" || e.value("ph", "") == "i") {
       const double start = static_cast<double>(MicrosToNs(e, "ts", index));
       const double end = start + static_cast<double>(MicrosToNs(e, "dur", index, kMaxDurationMicros, true));
-      first_ns = timed ? std::min(first_ns, start) : start;
-      last_ns = timed ? std::max(last_ns, end) : end;
-      timed = true;
+      scan.first_ns = scan.timed ? std::min(scan.first_ns, start) : start;
+      scan.last_ns = scan.timed ? std::max(scan.last_ns, end) : end;
+      scan.timed = true;
     }
     if (e.value("ph", "") == "M" && e.value("name", "") == "process_name" && e.contains("args")) {
       int r, tp, dp, pp;
       const std::string name = e["args"].value("name", "");
       if (std::sscanf(name.c_str(), "rank %d (tp %d, dp %d, pp %d)", &r, &tp, &dp, &pp) == 4 && tp >= 0 &&
           dp >= 0 && pp >= 0 && tp < kMaxRanks && dp < kMaxRanks && pp < kMaxRanks) {
-        max_tp = std::max(max_tp, tp);
-        max_dp = std::max(max_dp, dp);
-        max_pp = std::max(max_pp, pp);
+        scan.max_tp = std::max(scan.max_tp, tp);
+        scan.max_dp = std::max(scan.max_dp, dp);
+        scan.max_pp = std::max(scan.max_pp, pp);
       }
     }
-  }, &other));
+  }, &scan.other));
+  return scan;
+}
+
+// The header: otherData.header held to the pids and to finite FLOP figures, or one made from the
+// process names.
+Result<TraceHeader> HeaderOf(const ChromeScan& scan, const std::string& json_path) {
   TraceHeader header;
-  if (other.is_object() && other.contains("header") && other["header"].is_object()) {
-    auto parsed = google::protobuf::util::JsonStringToMessage(other["header"].dump(), &header);
-    if (!parsed.ok()) {
-      return Status::InvalidInput("Chrome trace '" + json_path + "': otherData.header is not a "
-                                  "trace header: " + parsed.ToString());
-    }
-    const int64_t declared = int64_t{std::max(1, header.tp())} * std::max(1, header.pp()) * std::max(1, header.dp());
-    if (header.world_size() < 1 || header.world_size() > kMaxRanks || header.tp() < 0 || header.pp() < 0 ||
-        header.dp() < 0 || ((header.tp() > 0 || header.pp() > 0 || header.dp() > 0) && declared != header.world_size()) ||
-        header.world_size() <= max_pid) {
-      return Status::InvalidInput("Chrome trace '" + json_path + "': otherData.header.world_size = " +
-                                  std::to_string(header.world_size()) + " (tp " + std::to_string(header.tp()) +
-                                  ", pp " + std::to_string(header.pp()) + ", dp " + std::to_string(header.dp()) +
-                                  "): must be tp x pp x dp, at most 1,048,576, and above every pid (" +
-                                  std::to_string(max_pid) + ")");
-    }
-    for (double figure : {header.peak_flops_per_gpu(), header.model_flops_per_step(), header.hardware_flops_per_step()}) {
-      if (!std::isfinite(figure) || figure < 0) {
-        return Status::InvalidInput("Chrome trace '" + json_path +
-                                    "': otherData.header's FLOP figures must be finite and >= 0");
-      }
-    }
-  } else {
+  const Json& other = scan.other;
+  if (!(other.is_object() && other.contains("header") && other["header"].is_object())) {
     header.set_source("import");
     if (other.is_object()) header.set_scenario_name(other.value("scenario_name", ""));
-    header.set_world_size(max_pid + 1);
-    if (max_tp >= 0 && int64_t{max_tp + 1} * (max_dp + 1) * (max_pp + 1) == max_pid + 1) {
+    header.set_world_size(scan.max_pid + 1);
+    if (scan.max_tp >= 0 && int64_t{scan.max_tp + 1} * (scan.max_dp + 1) * (scan.max_pp + 1) == scan.max_pid + 1) {
       // Our process names come from a TP-innermost layout only when the header had one; the
       // order itself is not in the name, so TP_DP_PP (MegaScale's) is assumed.
-      header.set_tp(max_tp + 1);
-      header.set_dp(max_dp + 1);
-      header.set_pp(max_pp + 1);
+      header.set_tp(scan.max_tp + 1);
+      header.set_dp(scan.max_dp + 1);
+      header.set_pp(scan.max_pp + 1);
       header.set_rank_order(TP_DP_PP);
     }
+    return header;
   }
+  auto parsed = google::protobuf::util::JsonStringToMessage(other["header"].dump(), &header);
+  if (!parsed.ok()) {
+    return Status::InvalidInput("Chrome trace '" + json_path + "': otherData.header is not a "
+                                "trace header: " + parsed.ToString());
+  }
+  const int64_t declared = int64_t{std::max(1, header.tp())} * std::max(1, header.pp()) * std::max(1, header.dp());
+  if (header.world_size() < 1 || header.world_size() > kMaxRanks || header.tp() < 0 || header.pp() < 0 ||
+      header.dp() < 0 || ((header.tp() > 0 || header.pp() > 0 || header.dp() > 0) && declared != header.world_size()) ||
+      header.world_size() <= scan.max_pid) {
+    return Status::InvalidInput("Chrome trace '" + json_path + "': otherData.header.world_size = " +
+                                std::to_string(header.world_size()) + " (tp " + std::to_string(header.tp()) +
+                                ", pp " + std::to_string(header.pp()) + ", dp " + std::to_string(header.dp()) +
+                                "): must be tp x pp x dp, at most 1,048,576, and above every pid (" +
+                                std::to_string(scan.max_pid) + ")");
+  }
+  for (double figure : {header.peak_flops_per_gpu(), header.model_flops_per_step(), header.hardware_flops_per_step()}) {
+    if (!std::isfinite(figure) || figure < 0) {
+      return Status::InvalidInput("Chrome trace '" + json_path +
+                                  "': otherData.header's FLOP figures must be finite and >= 0");
+    }
+  }
+  return header;
+}
+
+// An "X" element as an op event; false for a name that is no op of ours ("<OpKind> <phase> ...").
+bool ReadOp(const Json& e, const Json& args, int64_t index, int64_t rebase, TraceEvent* ev) {
+  std::istringstream words(e.value("name", ""));
+  std::string kind_word, phase_word;
+  words >> kind_word >> phase_word;
+  OpKind kind;
+  Phase phase = FORWARD;
+  if (!OpKind_Parse(kind_word, &kind)) return false;
+  ParsePhaseShortName(phase_word, &phase);
+  ev->Clear();
+  ev->set_rank(Arg<int>(e, "pid", 0, index, 0, kMaxRanks - 1));
+  ev->set_lane(static_cast<Lane>(Arg<int>(e, "tid", 0, index, 0, 1 << 16)));
+  ev->set_kind(kind);
+  ev->set_phase(phase);
+  ev->set_start_ns(MicrosToNs(e, "ts", index) - rebase);
+  ev->set_end_ns(ev->start_ns() + MicrosToNs(e, "dur", index, kMaxDurationMicros, /*non_negative=*/true));
+  ev->set_step(Arg<int>(args, "step", 0, index, 0, 1 << 24));
+  ev->set_op_id(Arg<uint32_t>(args, "op_id", 0, index, 0, UINT32_MAX));
+  ev->set_flops(Number(args, "flops", index));
+  ev->set_bytes(Number(args, "bytes", index));
+  ev->set_microbatch(Arg<int>(args, "microbatch", -1, index, -1, 1 << 24));
+  ev->set_layer(Arg<int>(args, "layer", -1, index, -1, 1 << 20));
+  ev->set_chunk(Arg<int>(args, "chunk", -1, index, -1, 1 << 20));
+  ev->set_collective_seq(Arg<uint32_t>(args, "collective_seq", 0, index, 0, UINT32_MAX));
+  const int group = Arg<int>(args, "group", OpKindOf(kind).group, index, 0, 64);
+  if (!Group_IsValid(group)) Refuse(index, "args.group", args["group"], "must name a Group (0 to 4)");
+  ev->set_group(static_cast<Group>(group));
+  if (args.contains("stage")) ev->set_stage(Arg<int>(args, "stage", 0, index, 0, kMaxRanks - 1));
+  if (args.contains("cpu_us")) {
+    ev->set_cpu_ns(MicrosToNs(args, "cpu_us", index, kMaxDurationMicros, /*non_negative=*/true));
+  }
+  if (args.contains("queued_us")) {
+    ev->set_launch_ns(ev->start_ns() - MicrosToNs(args, "queued_us", index, kMaxDurationMicros, /*non_negative=*/true));
+  }
+  return true;
+}
+
+// An "i" element of category "status" as a rank's status; false for a kind we do not know.
+bool ReadStatus(const Json& e, const Json& args, int64_t index, int64_t rebase, RankStatus* s) {
+  RankStatus::Kind kind;
+  if (!RankStatus::Kind_Parse(e.value("name", ""), &kind)) return false;
+  s->set_kind(kind);
+  s->set_rank(Arg<int>(e, "pid", 0, index, 0, kMaxRanks - 1));
+  s->set_time_ns(MicrosToNs(e, "ts", index) - rebase);
+  s->set_step(Arg<int>(args, "step", 0, index, 0, 1 << 24));
+  s->set_op_id(Arg<uint32_t>(args, "op_id", 0, index, 0, UINT32_MAX));
+  if (args.contains("detail") && args["detail"].is_string()) s->set_detail(args["detail"].get<std::string>());
+  if (args.contains("last_heartbeat_us")) s->set_last_heartbeat_ns(MicrosToNs(args, "last_heartbeat_us", index) - rebase);
+  if (args.contains("last_op_end_us")) s->set_last_op_end_ns(MicrosToNs(args, "last_op_end_us", index) - rebase);
+  OpKind op_kind;
+  if (args.contains("op_kind") && args["op_kind"].is_string() && OpKind_Parse(args["op_kind"].get<std::string>(), &op_kind)) {
+    s->set_op_kind(op_kind);
+  }
+  const int group = Arg<int>(args, "group", -1, index, -1, 64);
+  if (Group_IsValid(group)) s->set_group(static_cast<Group>(group));
+  if (args.contains("collective_seq")) s->set_collective_seq(Arg<uint32_t>(args, "collective_seq", 0, index, 0, UINT32_MAX));
+  return true;
+}
+
+RunEnd ReadRunEnd(const Json& e, const Json& args, int64_t index, int64_t rebase) {
+  RunEnd r;
+  if (args.contains("steps_completed")) r.set_steps_completed(Arg<int>(args, "steps_completed", 0, index, 0, 1 << 24));
+  r.set_failed(args.contains("failed") && args["failed"].is_boolean() && args["failed"].get<bool>());
+  r.set_end_ns(MicrosToNs(e, "ts", index) - rebase);
+  return r;
+}
+
+}  // namespace
+
+Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* sink) {
+  MS_ASSIGN_OR_RETURN(const ChromeScan scan, ScanChrome(json_path));
+  MS_ASSIGN_OR_RETURN(const TraceHeader header, HeaderOf(scan, json_path));
   // At most 1e9 s (31 years) from the first event to the last; a clock far from 0 (Unix time) is
   // moved to start at the first event: times and their differences stay far inside int64 ns.
-  if (last_ns - first_ns > 1e18) {
+  if (scan.last_ns - scan.first_ns > 1e18) {
     return Status::InvalidInput("Chrome trace '" + json_path + "': its events span " +
-                                std::to_string(static_cast<int64_t>((last_ns - first_ns) / 1e9)) +
+                                std::to_string(static_cast<int64_t>((scan.last_ns - scan.first_ns) / 1e9)) +
                                 " s: must be at most 1e9 s");
   }
-  const int64_t rebase = timed && std::fabs(first_ns) > 1e15 ? static_cast<int64_t>(first_ns) : 0;
+  const int64_t rebase = scan.timed && std::fabs(scan.first_ns) > 1e15 ? static_cast<int64_t>(scan.first_ns) : 0;
   sink->OnHeader(header);
 
   // Pass 2: the events, statuses and the run's end.
@@ -194,74 +279,22 @@ Result<ImportStats> ImportChromeTrace(const std::string& json_path, TraceSink* s
     static const Json kNoArgs = Json::object();
     const Json& args = e.contains("args") && e["args"].is_object() ? e["args"] : kNoArgs;
     if (ph == "X") {
-      std::istringstream words(e.value("name", ""));
-      std::string kind_word, phase_word;
-      words >> kind_word >> phase_word;
-      OpKind kind;
-      Phase phase = FORWARD;
-      if (!OpKind_Parse(kind_word, &kind)) {
+      if (!ReadOp(e, args, index, rebase, &ev)) {
         ++stats.skipped;
         return;
-      }
-      ParsePhaseShortName(phase_word, &phase);
-      ev.Clear();
-      ev.set_rank(Arg<int>(e, "pid", 0, index, 0, kMaxRanks - 1));
-      ev.set_lane(static_cast<Lane>(Arg<int>(e, "tid", 0, index, 0, 1 << 16)));
-      ev.set_kind(kind);
-      ev.set_phase(phase);
-      ev.set_start_ns(MicrosToNs(e, "ts", index) - rebase);
-      ev.set_end_ns(ev.start_ns() + MicrosToNs(e, "dur", index, kMaxDurationMicros, /*non_negative=*/true));
-      ev.set_step(Arg<int>(args, "step", 0, index, 0, 1 << 24));
-      ev.set_op_id(Arg<uint32_t>(args, "op_id", 0, index, 0, UINT32_MAX));
-      ev.set_flops(Number(args, "flops", index));
-      ev.set_bytes(Number(args, "bytes", index));
-      ev.set_microbatch(Arg<int>(args, "microbatch", -1, index, -1, 1 << 24));
-      ev.set_layer(Arg<int>(args, "layer", -1, index, -1, 1 << 20));
-      ev.set_chunk(Arg<int>(args, "chunk", -1, index, -1, 1 << 20));
-      ev.set_collective_seq(Arg<uint32_t>(args, "collective_seq", 0, index, 0, UINT32_MAX));
-      const int group = Arg<int>(args, "group", OpKindOf(kind).group, index, 0, 64);
-      if (!Group_IsValid(group)) Refuse(index, "args.group", args["group"], "must name a Group (0 to 4)");
-      ev.set_group(static_cast<Group>(group));
-      if (args.contains("stage")) ev.set_stage(Arg<int>(args, "stage", 0, index, 0, kMaxRanks - 1));
-      if (args.contains("cpu_us")) {
-        ev.set_cpu_ns(MicrosToNs(args, "cpu_us", index, kMaxDurationMicros, /*non_negative=*/true));
-      }
-      if (args.contains("queued_us")) {
-        ev.set_launch_ns(ev.start_ns() - MicrosToNs(args, "queued_us", index, kMaxDurationMicros, /*non_negative=*/true));
       }
       ordered.OnEvent(ev);
       ++stats.events;
     } else if (ph == "i" && e.value("cat", "") == "status") {
       RankStatus s;
-      RankStatus::Kind kind;
-      if (!RankStatus::Kind_Parse(e.value("name", ""), &kind)) {
+      if (!ReadStatus(e, args, index, rebase, &s)) {
         ++stats.skipped;
         return;
       }
-      s.set_kind(kind);
-      s.set_rank(Arg<int>(e, "pid", 0, index, 0, kMaxRanks - 1));
-      s.set_time_ns(MicrosToNs(e, "ts", index) - rebase);
-      s.set_step(Arg<int>(args, "step", 0, index, 0, 1 << 24));
-      s.set_op_id(Arg<uint32_t>(args, "op_id", 0, index, 0, UINT32_MAX));
-      if (args.contains("detail") && args["detail"].is_string()) s.set_detail(args["detail"].get<std::string>());
-      if (args.contains("last_heartbeat_us")) s.set_last_heartbeat_ns(MicrosToNs(args, "last_heartbeat_us", index) - rebase);
-      if (args.contains("last_op_end_us")) s.set_last_op_end_ns(MicrosToNs(args, "last_op_end_us", index) - rebase);
-      OpKind op_kind;
-      if (args.contains("op_kind") && args["op_kind"].is_string() &&
-          OpKind_Parse(args["op_kind"].get<std::string>(), &op_kind)) {
-        s.set_op_kind(op_kind);
-      }
-      const int group = Arg<int>(args, "group", -1, index, -1, 64);
-      if (Group_IsValid(group)) s.set_group(static_cast<Group>(group));
-      if (args.contains("collective_seq")) s.set_collective_seq(Arg<uint32_t>(args, "collective_seq", 0, index, 0, UINT32_MAX));
       ordered.OnStatus(s);
       ++stats.statuses;
     } else if (ph == "i" && e.value("name", "") == "run_end") {
-      RunEnd r;
-      if (args.contains("steps_completed")) r.set_steps_completed(Arg<int>(args, "steps_completed", 0, index, 0, 1 << 24));
-      r.set_failed(args.contains("failed") && args["failed"].is_boolean() && args["failed"].get<bool>());
-      r.set_end_ns(MicrosToNs(e, "ts", index) - rebase);
-      end = r;
+      end = ReadRunEnd(e, args, index, rebase);
     } else if (ph != "M") {
       ++stats.skipped;
     }
