@@ -211,105 +211,131 @@ const std::vector<std::string>& PublishedRunColumns() {
   return kColumns;
 }
 
-Result<std::vector<PublishedRun>> PublishedRuns(const std::vector<CsvRow>& rows, const std::string& what) {
-  for (size_t i = 0; i < rows.size(); ++i) MS_RETURN_IF_ERROR(CheckRow(rows[i], RowName(what, i, rows[i])));
-  // Rule: rows without TP/PP take them from a row of the same model, GPU type and stack that
-  // states them (or states DP: PP = n / (8 x DP)) and whose TP x PP divides this row's GPUs.
-  std::map<std::string, std::vector<std::pair<int, int>>> stated;
+namespace {
+
+// Rows without TP/PP take them from a row of the same model, GPU type and stack that states them
+// (or states DP: PP = n / (8 x DP)) and whose TP x PP divides this row's GPUs: the splits stated,
+// by that key.
+using StatedSplits = std::map<std::string, std::vector<std::pair<int, int>>>;
+
+std::string SplitKey(const CsvRow& r) { return Key(r) + (StackOf(r).zero3 ? "/zero3" : ""); }
+
+StatedSplits SplitsStated(const std::vector<CsvRow>& rows) {
+  StatedSplits stated;
   for (const CsvRow& r : rows) {
-    const std::string key = Key(r) + (StackOf(r).zero3 ? "/zero3" : "");
     const int tp = Int(r, "tp") > 0 ? Int(r, "tp") : 8;
     if (Int(r, "pp") > 0) {
-      stated[key].push_back({tp, Int(r, "pp")});
+      stated[SplitKey(r)].push_back({tp, Int(r, "pp")});
     } else if (Int(r, "dp") > 0) {
       const int64_t pp = Int(r, "num_gpus") / (int64_t{tp} * Int(r, "dp"));
-      if (pp >= 1) stated[key].push_back({tp, static_cast<int>(pp)});
+      if (pp >= 1) stated[SplitKey(r)].push_back({tp, static_cast<int>(pp)});
     }
   }
-  std::vector<PublishedRun> runs;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const CsvRow& r = rows[i];
-    const std::string row = RowName(what, i, rows[i]);
-    const Stack st = StackOf(r);
-    Scenario s;
-    s.set_name("calibration");
-    *s.mutable_cluster() = ClusterOf(r);
-    *s.mutable_model() = ModelOf(r);
-    s.mutable_training()->set_global_batch(Int(r, "global_batch"));
-    // Rule: micro-batch 1 where the source does not state it.
-    s.mutable_training()->set_micro_batch(Int(r, "micro_batch") > 0 ? Int(r, "micro_batch") : 1);
-    *s.mutable_layout() = StackLayout(r, st);
-    const int n = Int(r, "num_gpus");
-    // Rule: TP 8 (one node) where not stated; PP as stated, else n / (TP x DP) where DP is stated,
-    // else the same model's stated split, else the smallest PP that fits in memory.
-    int tp = Int(r, "tp") > 0 ? Int(r, "tp") : 8;
-    int pp = Int(r, "pp");
-    if (Int(r, "dp") > 0 && n % (int64_t{tp} * Int(r, "dp")) != 0) {
-      return Status::InvalidInput(row + ": tp " + std::to_string(tp) + " x dp " + std::to_string(Int(r, "dp")) +
-                                  " must divide num_gpus " + std::to_string(n));
-    }
-    if (pp == 0 && Int(r, "dp") > 0) pp = static_cast<int>(n / (int64_t{tp} * Int(r, "dp")));
-    if (pp == 0) {
-      for (const auto& [t, p] : stated[Key(r) + (st.zero3 ? "/zero3" : "")]) {
-        if (n % (int64_t{t} * p) == 0) {
-          tp = t;
-          pp = p;
-          break;
-        }
+  return stated;
+}
+
+// The row's (tp, pp). Rule: TP 8 (one node) where not stated; PP as stated, else n / (TP x DP)
+// where DP is stated, else the same model's stated split, else the smallest PP that fits in memory.
+Result<std::pair<int, int>> SplitOf(const CsvRow& r, const Scenario& s, const StatedSplits& stated,
+                                    const std::string& row) {
+  const int n = Int(r, "num_gpus");
+  int tp = Int(r, "tp") > 0 ? Int(r, "tp") : 8;
+  int pp = Int(r, "pp");
+  if (Int(r, "dp") > 0 && n % (int64_t{tp} * Int(r, "dp")) != 0) {
+    return Status::InvalidInput(row + ": tp " + std::to_string(tp) + " x dp " + std::to_string(Int(r, "dp")) +
+                                " must divide num_gpus " + std::to_string(n));
+  }
+  if (pp == 0 && Int(r, "dp") > 0) pp = static_cast<int>(n / (int64_t{tp} * Int(r, "dp")));
+  if (pp == 0) {
+    auto it = stated.find(SplitKey(r));
+    for (const auto& [t, p] : it != stated.end() ? it->second : std::vector<std::pair<int, int>>{}) {
+      if (n % (int64_t{t} * p) == 0) {
+        tp = t;
+        pp = p;
+        break;
       }
     }
-    if (pp == 0) {
-      Scenario probe = s;
-      probe.mutable_layout()->set_tp(tp);
-      probe.mutable_layout()->set_pp(1);
-      probe.mutable_layout()->set_dp(n / tp);
-      probe.mutable_training()->set_global_batch(n / tp);
-      Result<Scenario> resolved_or = ResolveScenario(probe);  // SmallestFittingPp's REQUIRES
-      if (!resolved_or.ok()) return InRow(row, resolved_or.status());
-      Scenario resolved_probe = *resolved_or;
-      resolved_probe.mutable_training()->set_global_batch(Int(r, "global_batch"));
-      pp = SmallestFittingPp(resolved_probe, tp);
-      if (pp == 0) return Status::InvalidInput(row + ": pp is unstated and no PP dividing the layers fits the memory rule");
-    }
-    if (tp <= 0 || pp <= 0 || n % (int64_t{tp} * pp) != 0) {
-      return Status::InvalidInput(row + ": tp " + std::to_string(tp) + " x pp " + std::to_string(pp) +
-                                  " must divide num_gpus " + std::to_string(n));
-    }
-    const int dp = static_cast<int>(n / (int64_t{tp} * pp));
-    LayoutSpec& l = *s.mutable_layout();
-    l.set_tp(tp);
-    l.set_pp(pp);
-    l.set_dp(dp);
-    // Sequence parallelism as stated; Megatron-Core's TP overlap needs it.
-    l.set_sequence_parallel(r.at("seq_parallel") == "no" ? false : tp > 1);
-    const int64_t microbatches = s.training().global_batch() / (int64_t{dp} * s.training().micro_batch());
-    const int vp = Int(r, "vp") > 0 ? Int(r, "vp") : VirtualStagesRule();
-    l.set_virtual_stages(vp);
-    l.set_schedule(vp > 1 ? INTERLEAVED_1F1B : ONE_F_ONE_B);
-    Result<Scenario> resolved_or = ResolveScenario(s);
+  }
+  if (pp == 0) {
+    Scenario probe = s;
+    probe.mutable_layout()->set_tp(tp);
+    probe.mutable_layout()->set_pp(1);
+    probe.mutable_layout()->set_dp(n / tp);
+    probe.mutable_training()->set_global_batch(n / tp);
+    Result<Scenario> resolved_or = ResolveScenario(probe);  // SmallestFittingPp's REQUIRES
     if (!resolved_or.ok()) return InRow(row, resolved_or.status());
-    const Scenario& resolved = *resolved_or;
+    Scenario resolved_probe = *resolved_or;
+    resolved_probe.mutable_training()->set_global_batch(Int(r, "global_batch"));
+    pp = SmallestFittingPp(resolved_probe, tp);
+    if (pp == 0) return Status::InvalidInput(row + ": pp is unstated and no PP dividing the layers fits the memory rule");
+  }
+  if (tp <= 0 || pp <= 0 || n % (int64_t{tp} * pp) != 0) {
+    return Status::InvalidInput(row + ": tp " + std::to_string(tp) + " x pp " + std::to_string(pp) +
+                                " must divide num_gpus " + std::to_string(n));
+  }
+  return std::make_pair(tp, pp);
+}
 
-    PublishedRun run;
-    std::ostringstream label, layout;
-    label << r.at("model").substr(0, r.at("model").find(' ')) << (st.zero3 ? " ZeRO-3" : "")
-          << " @" << n << " " << resolved.cluster().gpu();
-    layout << "tp" << tp << " pp" << pp << " dp" << dp << " vp" << vp << " mb"
-           << resolved.training().micro_batch() << " z" << l.zero_stage()
-           << (l.recompute() == RECOMPUTE_FULL ? " rc" : "");
-    run.label = label.str();
-    run.source = r.at("source");
-    run.layout = layout.str();
-    run.scenario = resolved;
-    Result<double> measured = MeasuredSeconds(r, resolved, &run.measure);
-    if (!measured.ok()) return InRow(row, measured.status());
-    run.measured_s = *measured;
-    if (!(run.measured_s > 0) || !std::isfinite(run.measured_s)) {
-      return Status::InvalidInput(row + ": the measurement gives no finite positive iteration time");
-    }
-    run.in_mape = run.measure != Measure::kMfuEndpoint;
-    run.fit_row = run.in_mape && microbatches * s.model().layers() <= 30000;
-    runs.push_back(run);
+// One row as a run: its scenario by the rules above, resolved, and what it measured.
+Result<PublishedRun> RunOf(const CsvRow& r, const StatedSplits& stated, const std::string& row) {
+  const Stack st = StackOf(r);
+  Scenario s;
+  s.set_name("calibration");
+  *s.mutable_cluster() = ClusterOf(r);
+  *s.mutable_model() = ModelOf(r);
+  s.mutable_training()->set_global_batch(Int(r, "global_batch"));
+  // Rule: micro-batch 1 where the source does not state it.
+  s.mutable_training()->set_micro_batch(Int(r, "micro_batch") > 0 ? Int(r, "micro_batch") : 1);
+  *s.mutable_layout() = StackLayout(r, st);
+  const int n = Int(r, "num_gpus");
+  MS_ASSIGN_OR_RETURN(const auto split, SplitOf(r, s, stated, row));
+  const auto [tp, pp] = split;
+  const int dp = static_cast<int>(n / (int64_t{tp} * pp));
+  LayoutSpec& l = *s.mutable_layout();
+  l.set_tp(tp);
+  l.set_pp(pp);
+  l.set_dp(dp);
+  // Sequence parallelism as stated; Megatron-Core's TP overlap needs it.
+  l.set_sequence_parallel(r.at("seq_parallel") == "no" ? false : tp > 1);
+  const int64_t microbatches = s.training().global_batch() / (int64_t{dp} * s.training().micro_batch());
+  const int vp = Int(r, "vp") > 0 ? Int(r, "vp") : VirtualStagesRule();
+  l.set_virtual_stages(vp);
+  l.set_schedule(vp > 1 ? INTERLEAVED_1F1B : ONE_F_ONE_B);
+  Result<Scenario> resolved_or = ResolveScenario(s);
+  if (!resolved_or.ok()) return InRow(row, resolved_or.status());
+  const Scenario& resolved = *resolved_or;
+
+  PublishedRun run;
+  std::ostringstream label, layout;
+  label << r.at("model").substr(0, r.at("model").find(' ')) << (st.zero3 ? " ZeRO-3" : "")
+        << " @" << n << " " << resolved.cluster().gpu();
+  layout << "tp" << tp << " pp" << pp << " dp" << dp << " vp" << vp << " mb"
+         << resolved.training().micro_batch() << " z" << l.zero_stage()
+         << (l.recompute() == RECOMPUTE_FULL ? " rc" : "");
+  run.label = label.str();
+  run.source = r.at("source");
+  run.layout = layout.str();
+  run.scenario = resolved;
+  Result<double> measured = MeasuredSeconds(r, resolved, &run.measure);
+  if (!measured.ok()) return InRow(row, measured.status());
+  run.measured_s = *measured;
+  if (!(run.measured_s > 0) || !std::isfinite(run.measured_s)) {
+    return Status::InvalidInput(row + ": the measurement gives no finite positive iteration time");
+  }
+  run.in_mape = run.measure != Measure::kMfuEndpoint;
+  run.fit_row = run.in_mape && microbatches * s.model().layers() <= 30000;
+  return run;
+}
+
+}  // namespace
+
+Result<std::vector<PublishedRun>> PublishedRuns(const std::vector<CsvRow>& rows, const std::string& what) {
+  for (size_t i = 0; i < rows.size(); ++i) MS_RETURN_IF_ERROR(CheckRow(rows[i], RowName(what, i, rows[i])));
+  const StatedSplits stated = SplitsStated(rows);
+  std::vector<PublishedRun> runs;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    MS_ASSIGN_OR_RETURN(PublishedRun run, RunOf(rows[i], stated, RowName(what, i, rows[i])));
+    runs.push_back(std::move(run));
   }
   return runs;
 }

@@ -108,17 +108,15 @@ std::vector<std::pair<int, std::string>> TimelineRanks(const DiagnosisReport& r,
   return out;
 }
 
-}  // namespace
-
-Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnosisOptions& options) {
-  PhaseClock clock(options.progress);
+// The first pass: the streaming diagnosis over the whole input, with the import's notes.
+Result<DiagnosisReport> Diagnose(const TraceInput& input, const FullDiagnosisOptions& options, PhaseClock* clock) {
   DiagnosisEngine engine(options.diagnosis);
   MS_ASSIGN_OR_RETURN(ImportStats stats, ReplayInput(input, &engine));
   DiagnosisReport report = engine.Finish();
   int64_t events = 0;
   for (int64_t e : report.step_events) events += e;
-  clock.Done("read and analysed " + std::to_string(events) + " events of " + std::to_string(report.world_size) +
-             " ranks");
+  clock->Done("read and analysed " + std::to_string(events) + " events of " + std::to_string(report.world_size) +
+              " ranks");
   report.notes.insert(report.notes.end(), stats.notes.begin(), stats.notes.end());
   if (stats.skipped > 0) {
     report.notes.push_back(std::to_string(stats.skipped) + " record(s) of the input map to no trace "
@@ -128,43 +126,52 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
     report.notes.push_back(std::to_string(stats.out_of_order) + " event(s) were listed in neither "
                            "start nor end order for their rank; the breakdown may misattribute them");
   }
-  if (!options.what_if || report.steps_completed == 0) {
-    report.straggler_analysis.skipped = options.what_if ? "no completed step" : "the what-if pass was not asked for";
-    return report;
-  }
+  return report;
+}
 
+// The steps the second pass analyses: the asked (else the slowest) first, for the per-rank what-if
+// and the timeline, then the others in order while the events held stay within the budget. Empty,
+// with the reason in the report, where it analyses none.
+Result<std::vector<int>> StepsToAnalyse(const FullDiagnosisOptions& options, DiagnosisReport* report) {
   int step = options.step;
   if (step < 0) {
-    step = static_cast<int>(std::max_element(report.step_times_s.begin(), report.step_times_s.end()) -
-                            report.step_times_s.begin());
+    step = static_cast<int>(std::max_element(report->step_times_s.begin(), report->step_times_s.end()) -
+                            report->step_times_s.begin());
   }
-  if (step >= report.steps_completed) {
+  if (step >= report->steps_completed) {
     return Status::BadField("what-if step", std::to_string(step),
-                            "must be a completed step (< " + std::to_string(report.steps_completed) + ")");
+                            "must be a completed step (< " + std::to_string(report->steps_completed) + ")");
   }
-  if (report.step_events[step] > options.max_step_events) {
-    report.notes.push_back("what-if skipped: step " + std::to_string(step) + " has more than " +
-                           std::to_string(options.max_step_events) + " events");
-    report.straggler_analysis.skipped = report.notes.back();
-    return report;
+  if (report->step_events[step] > options.max_step_events) {
+    report->notes.push_back("what-if skipped: step " + std::to_string(step) + " has more than " +
+                            std::to_string(options.max_step_events) + " events");
+    report->straggler_analysis.skipped = report->notes.back();
+    return std::vector<int>{};
   }
-  // The slowest step first (the per-rank what-if and the timeline), then the others in order
-  // while the events held stay within the budget.
   std::vector<int> steps = {step};
-  int64_t held = report.step_events[step];
-  for (int k = 0; k < report.steps_completed; ++k) {
-    if (k == step || held + report.step_events[k] > options.max_analysis_events) continue;
+  int64_t held = report->step_events[step];
+  for (int k = 0; k < report->steps_completed; ++k) {
+    if (k == step || held + report->step_events[k] > options.max_analysis_events) continue;
     steps.push_back(k);
-    held += report.step_events[k];
+    held += report->step_events[k];
   }
-  OpTypeIndex types;
+  return steps;
+}
+
+// The second pass: the chosen steps' events, each step's graph (a step whose events do not form a
+// replayable graph is left out, with a note); the graphs' dense steps in `graph_step`.
+Result<TraceHeader> BuildGraphs(const TraceInput& input, const std::vector<int>& steps, OpTypeIndex* types,
+                                DiagnosisReport* report, StragglerInput* analysis_input, std::vector<int>* graph_step,
+                                PhaseClock* clock) {
+  int64_t held = 0;
   std::vector<int> event_steps;  // the events' step numbers (a resumed run's start at first_step)
-  for (int k : steps) event_steps.push_back(k + report.first_step);
-  StepCollector collector(event_steps, &types);
+  for (int k : steps) {
+    event_steps.push_back(k + report->first_step);
+    held += report->step_events[k];
+  }
+  StepCollector collector(event_steps, types);
   MS_RETURN_IF_ERROR(ReplayInput(input, &collector).status());
-  clock.Done("collected " + std::to_string(held) + " events of " + std::to_string(steps.size()) + " step(s)");
-  StragglerInput analysis_input;
-  std::vector<int> graph_step;  // the dense step of each graph
+  clock->Done("collected " + std::to_string(held) + " events of " + std::to_string(steps.size()) + " step(s)");
   for (size_t j = 0; j < steps.size(); ++j) {
     if (collector.events[j].empty()) continue;  // a step none of whose events was kept
     const std::vector<int64_t>* previous = collector.previous_end[j].empty() ? nullptr : &collector.previous_end[j];
@@ -173,47 +180,41 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
     if (!built.ok()) {
       // The replays are extras: a step whose events do not form a replayable graph (zero-length
       // ops at one instant waiting for each other across ranks, see step_graph.h) is left out.
-      report.notes.push_back("what-if skipped for step " + std::to_string(StepNumber(report, steps[j])) + ": " +
-                             built.status().message());
+      report->notes.push_back("what-if skipped for step " + std::to_string(StepNumber(*report, steps[j])) + ": " +
+                              built.status().message());
       continue;
     }
-    analysis_input.steps.push_back(std::move(*built));
-    analysis_input.step_ids.push_back(StepNumber(report, steps[j]));
-    graph_step.push_back(steps[j]);
+    analysis_input->steps.push_back(std::move(*built));
+    analysis_input->step_ids.push_back(StepNumber(*report, steps[j]));
+    graph_step->push_back(steps[j]);
   }
-  if (analysis_input.steps.empty() || graph_step[0] != step) {
-    report.straggler_analysis.skipped = "no replayable step graph";
-    return report;
-  }
-  if (static_cast<int>(steps.size()) < report.steps_completed) {
-    report.notes.push_back("straggler analysis: " + std::to_string(analysis_input.steps.size()) + " of " +
-                           std::to_string(report.steps_completed) + " steps (the slowest first; at most " +
-                           std::to_string(options.max_analysis_events) + " events held)");
-  }
-  const StepGraph& graph = analysis_input.steps[0];
-  clock.Done("built " + std::to_string(analysis_input.steps.size()) + " step graph(s)");
+  return collector.header;
+}
 
+// The per-rank what-ifs on the slowest step's graph, and its timeline.
+void WhatIfsAndTimeline(const StepGraph& graph, int step, const TraceHeader& header,
+                        const FullDiagnosisOptions& options, DiagnosisReport* report, PhaseClock* clock) {
   WhatIfContext ctx;
   ctx.step = step;
-  ctx.iteration_time_s = report.iteration_time_s;
-  ctx.model_flops_per_step = collector.header.model_flops_per_step();
-  ctx.peak_flops_per_gpu = collector.header.peak_flops_per_gpu();
-  ctx.world_size = report.world_size;
+  ctx.iteration_time_s = report->iteration_time_s;
+  ctx.model_flops_per_step = header.model_flops_per_step();
+  ctx.peak_flops_per_gpu = header.peak_flops_per_gpu();
+  ctx.world_size = report->world_size;
   std::vector<int> ranks;
-  for (const RankFinding& f : report.stragglers) {
+  for (const RankFinding& f : report->stragglers) {
     if (static_cast<int>(ranks.size()) < options.diagnosis.top_k) ranks.push_back(f.rank);
   }
-  if (!report.slowest.empty()) ranks.push_back(report.slowest[0].rank);
-  if (report.slow_link && report.slow_link->rank >= 0) ranks.push_back(report.slow_link->rank);
-  if (!report.waiting.empty()) ranks.push_back(report.waiting[0].rank);
-  report.what_if = RunWhatIfs(graph, ranks, ctx);
-  clock.Done("replayed " + std::to_string(report.what_if.size()) + " what-if scopes");
+  if (!report->slowest.empty()) ranks.push_back(report->slowest[0].rank);
+  if (report->slow_link && report->slow_link->rank >= 0) ranks.push_back(report->slow_link->rank);
+  if (!report->waiting.empty()) ranks.push_back(report->waiting[0].rank);
+  report->what_if = RunWhatIfs(graph, ranks, ctx);
+  clock->Done("replayed " + std::to_string(report->what_if.size()) + " what-if scopes");
 
   StepTimeline timeline;
-  timeline.step = static_cast<int>(StepNumber(report, step));
+  timeline.step = static_cast<int>(StepNumber(*report, step));
   timeline.start_ns = graph.start_ns();
   timeline.end_ns = graph.end_ns();
-  for (const auto& [rank, why] : TimelineRanks(report, graph, options.timeline_ranks)) {
+  for (const auto& [rank, why] : TimelineRanks(*report, graph, options.timeline_ranks)) {
     TimelineRank row;
     row.rank = rank;
     row.why = why;
@@ -224,36 +225,69 @@ Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnos
   }
   std::sort(timeline.ranks.begin(), timeline.ranks.end(),
             [](const TimelineRank& a, const TimelineRank& b) { return a.rank < b.rank; });
-  report.timeline = std::move(timeline);
+  report->timeline = std::move(timeline);
+}
 
-  const TraceHeader& h = collector.header;
+// The straggler what-if over the graphs (StragglerAnalyzer), where the trace says the layout.
+void AnalyseStragglers(StragglerInput analysis_input, const TraceHeader& h, const OpTypeIndex& types,
+                       const FullDiagnosisOptions& options, DiagnosisReport* report, PhaseClock* clock) {
   if (h.dp() <= 0 || h.pp() <= 0 || h.tp() <= 0) {
-    report.straggler_analysis.skipped = "the trace carries no layout (dp, pp, tp): no workers to compare";
-    return report;
+    report->straggler_analysis.skipped = "the trace carries no layout (dp, pp, tp): no workers to compare";
+    return;
   }
   analysis_input.types = &types;
   analysis_input.dp = h.dp();
   analysis_input.pp = h.pp();
   analysis_input.model_flops_per_step = h.model_flops_per_step();
   analysis_input.peak_flops_per_gpu = h.peak_flops_per_gpu();
-  analysis_input.world_size = report.world_size;
+  analysis_input.world_size = report->world_size;
   analysis_input.fixed_sequences = h.source() == "sim" || h.source() == "exec";
-  if (report.slow_link) {
-    const LinkFinding& link = *report.slow_link;
+  if (report->slow_link) {
+    const LinkFinding& link = *report->slow_link;
     analysis_input.link_ranks = link.rank >= 0 ? std::vector<int>{link.rank} : link.ranks;
     analysis_input.link_verdict = LinkKindName(link.kind);
   }
   StragglerAnalyzer analyzer(std::move(analysis_input), options.straggler);
-  report.straggler_analysis = analyzer.Run();
-  clock.Done("straggler what-if over " + std::to_string(report.straggler_analysis.steps.size()) + " step(s)");
-  if (report.straggler_analysis.unmatched > 0) {
+  report->straggler_analysis = analyzer.Run();
+  clock->Done("straggler what-if over " + std::to_string(report->straggler_analysis.steps.size()) + " step(s)");
+  if (report->straggler_analysis.unmatched > 0) {
     std::string where;
-    for (const std::string& x : report.straggler_analysis.unmatched_examples) where += (where.empty() ? "" : "; ") + x;
-    report.notes.push_back(std::to_string(report.straggler_analysis.unmatched) +
-                           " communication op(s) found no peer (their pair or group is incomplete in the trace) "
-                           "and keep their own duration in the what-if: " + where);
+    for (const std::string& x : report->straggler_analysis.unmatched_examples) where += (where.empty() ? "" : "; ") + x;
+    report->notes.push_back(std::to_string(report->straggler_analysis.unmatched) +
+                            " communication op(s) found no peer (their pair or group is incomplete in the trace) "
+                            "and keep their own duration in the what-if: " + where);
   }
-  if (options.keep_ideal_timeline) report.ideal_timeline = MakeIdealTimeline(analyzer, 0, types);
+  if (options.keep_ideal_timeline) report->ideal_timeline = MakeIdealTimeline(analyzer, 0, types);
+}
+
+}  // namespace
+
+Result<DiagnosisReport> DiagnoseInput(const TraceInput& input, const FullDiagnosisOptions& options) {
+  PhaseClock clock(options.progress);
+  MS_ASSIGN_OR_RETURN(DiagnosisReport report, Diagnose(input, options, &clock));
+  if (!options.what_if || report.steps_completed == 0) {
+    report.straggler_analysis.skipped = options.what_if ? "no completed step" : "the what-if pass was not asked for";
+    return report;
+  }
+  MS_ASSIGN_OR_RETURN(const std::vector<int> steps, StepsToAnalyse(options, &report));
+  if (steps.empty()) return report;
+  OpTypeIndex types;
+  StragglerInput analysis_input;
+  std::vector<int> graph_step;  // the dense step of each graph
+  MS_ASSIGN_OR_RETURN(const TraceHeader header,
+                      BuildGraphs(input, steps, &types, &report, &analysis_input, &graph_step, &clock));
+  if (analysis_input.steps.empty() || graph_step[0] != steps[0]) {
+    report.straggler_analysis.skipped = "no replayable step graph";
+    return report;
+  }
+  if (static_cast<int>(steps.size()) < report.steps_completed) {
+    report.notes.push_back("straggler analysis: " + std::to_string(analysis_input.steps.size()) + " of " +
+                           std::to_string(report.steps_completed) + " steps (the slowest first; at most " +
+                           std::to_string(options.max_analysis_events) + " events held)");
+  }
+  clock.Done("built " + std::to_string(analysis_input.steps.size()) + " step graph(s)");
+  WhatIfsAndTimeline(analysis_input.steps[0], steps[0], header, options, &report, &clock);
+  AnalyseStragglers(std::move(analysis_input), header, types, options, &report, &clock);
   return report;
 }
 

@@ -132,9 +132,9 @@ void SlowLinkLocator::OnPp(const TraceEvent& e, int stage) {
   pp_open_.erase(key);
 }
 
-std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, double strong_threshold,
-                                                   int many_ranks, double many_min_excess) const {
-  if (!layout_) return std::nullopt;
+// Every flow's ratio to its peers' median, and per rank the least slow of the flows it touches: a
+// NIC (or its cable) slows every flow of its rank, a path collision only some.
+SlowLinkLocator::Evidence SlowLinkLocator::FlowEvidence(int steps, double threshold) const {
   const int world = layout_->world_size();
   // DP: each rank's best completed step, against its stage's median.
   std::vector<double> dp_s(world, -1);
@@ -152,14 +152,9 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
     const double m = stage_median.count(layout_->CoordsOf(r).pp) ? stage_median.at(layout_->CoordsOf(r).pp) : 0;
     return dp_s[r] < 0 || m < kMinJudged_s ? 1.0 : dp_s[r] / m;
   };
-
-  // Every flow's ratio to its peers' median, and per rank the least slow of the flows it touches:
-  // a NIC (or its cable) slows every flow of its rank, a path collision only some.
-  std::vector<double> evidence(world, -1);  // -1: no flow judged
-  auto note = [&](int r, double ratio) {
-    evidence[r] = evidence[r] < 0 ? ratio : std::min(evidence[r], ratio);
-  };
-  int judged = 0, slow_flows = 0;
+  Evidence e;
+  e.ratio.assign(world, -1);  // -1: no flow judged
+  auto note = [&](int r, double ratio) { e.ratio[r] = e.ratio[r] < 0 ? ratio : std::min(e.ratio[r], ratio); };
   for (int r = 0; r < world && dp_ > 1; ++r) {
     if (layout_->CoordsOf(r).dp != 0) continue;  // each ring once, from its first member: O(world)
     const std::vector<int> ring = layout_->DpGroup(r);
@@ -170,8 +165,8 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
       // (both neighbours when both directions are slow).
       const int pred = ring[(i + m - 1) % m], self = ring[i], succ = ring[(i + 1) % m];
       if (dp_s[self] < 0 || dp_s[pred] < 0 || dp_s[succ] < 0) continue;
-      ++judged;
-      if (dp_ratio(self) > 1 + threshold) ++slow_flows;
+      ++e.judged;
+      if (dp_ratio(self) > 1 + threshold) ++e.slow_flows;
       note(self, std::min(dp_ratio(self), std::max(dp_ratio(pred), dp_ratio(succ))));
     }
   }
@@ -181,47 +176,60 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
   for (const auto& [key, flow] : pp_flows_) {
     const double m = phase_median[flow.phase];
     if (m < kMinJudged_s) continue;
-    ++judged;
+    ++e.judged;
     const double ratio = flow.min_s / m;
-    if (ratio > 1 + threshold) ++slow_flows;
+    if (ratio > 1 + threshold) ++e.slow_flows;
     note(static_cast<int>(key >> 32), ratio);
     note(static_cast<int>(key & 0xffffffffu), ratio);
   }
+  return e;
+}
+
+// A slow cable shows on its rank and on the ring neighbour(s) across it: a run of two consecutive
+// suspects in a ring is the first one's NIC (it sends the slow flow), a run of three the middle
+// one's (both directions slow). Longer runs stay: that is more than one cable. Returns the
+// neighbours dropped from `suspects`.
+std::set<int> SlowLinkLocator::DropRingNeighbours(std::vector<int>* suspects) const {
+  std::set<int> drop;  // ring neighbours across a suspect's slow flow
+  if (dp_ <= 1) return drop;
+  std::set<int> is_suspect(suspects->begin(), suspects->end()), rings;
+  for (int r : *suspects) {
+    const std::vector<int> ring = layout_->DpGroup(r);
+    if (!rings.insert(ring.front()).second) continue;
+    const int m = static_cast<int>(ring.size());
+    int first = 0;  // start scanning after a non-suspect so runs do not wrap around the scan
+    while (first < m && is_suspect.count(ring[first])) ++first;
+    if (first == m) continue;
+    for (int k = 1; k <= m; ++k) {
+      const int i = (first + k) % m;
+      if (!is_suspect.count(ring[i])) continue;
+      std::vector<int> run;
+      while (is_suspect.count(ring[(first + k) % m]) && k <= m) run.push_back(ring[(first + k++) % m]);
+      if (run.size() == 2) drop.insert(run[1]);
+      if (run.size() == 3) drop.insert({run[0], run[2]});
+    }
+  }
+  suspects->erase(std::remove_if(suspects->begin(), suspects->end(), [&](int r) { return drop.count(r) > 0; }),
+                  suspects->end());
+  return drop;
+}
+
+std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, double strong_threshold,
+                                                   int many_ranks, double many_min_excess) const {
+  if (!layout_) return std::nullopt;
+  const int world = layout_->world_size();
+  const Evidence e = FlowEvidence(steps, threshold);
+  const std::vector<double>& evidence = e.ratio;
   std::vector<int> suspects;
   for (int r = 0; r < world; ++r) {
     if (evidence[r] > 1 + threshold) suspects.push_back(r);
   }
   if (suspects.empty()) return std::nullopt;
-  std::stable_sort(suspects.begin(), suspects.end(),
-                   [&](int a, int b) { return evidence[a] > evidence[b]; });
-  // A slow cable shows on its rank and on the ring neighbour(s) across it: a run of two
-  // consecutive suspects in a ring is the first one's NIC (it sends the slow flow), a run of three
-  // the middle one's (both directions slow). Longer runs stay: that is more than one cable.
-  std::set<int> drop;  // ring neighbours across a suspect's slow flow
-  if (dp_ > 1) {
-    std::set<int> is_suspect(suspects.begin(), suspects.end()), rings;
-    for (int r : suspects) {
-      const std::vector<int> ring = layout_->DpGroup(r);
-      if (!rings.insert(ring.front()).second) continue;
-      const int m = static_cast<int>(ring.size());
-      int first = 0;  // start scanning after a non-suspect so runs do not wrap around the scan
-      while (first < m && is_suspect.count(ring[first])) ++first;
-      if (first == m) continue;
-      for (int k = 1; k <= m; ++k) {
-        const int i = (first + k) % m;
-        if (!is_suspect.count(ring[i])) continue;
-        std::vector<int> run;
-        while (is_suspect.count(ring[(first + k) % m]) && k <= m) run.push_back(ring[(first + k++) % m]);
-        if (run.size() == 2) drop.insert(run[1]);
-        if (run.size() == 3) drop.insert({run[0], run[2]});
-      }
-    }
-    suspects.erase(std::remove_if(suspects.begin(), suspects.end(), [&](int r) { return drop.count(r) > 0; }),
-                   suspects.end());
-  }
+  std::stable_sort(suspects.begin(), suspects.end(), [&](int a, int b) { return evidence[a] > evidence[b]; });
+  const std::set<int> drop = DropRingNeighbours(&suspects);
   LinkFinding f;
-  f.slow_flows = slow_flows;
-  f.flows = judged;
+  f.slow_flows = e.slow_flows;
+  f.flows = e.judged;
   const int top = suspects.front();
   f.slowdown = evidence[top] - 1;
   std::ostringstream ev;
@@ -251,8 +259,8 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
     f.kind = LinkFinding::Kind::kSlowNic;
     f.rank = top;
     ev << "every flow of rank " << top << " is slow (the least slow +" << std::lround(100 * f.slowdown)
-       << "% over its peers), far more than any other rank's; " << slow_flows << " slow flow(s) of "
-       << judged << " judged";
+       << "% over its peers), far more than any other rank's; " << e.slow_flows << " slow flow(s) of "
+       << e.judged << " judged";
   } else {
     f.kind = LinkFinding::Kind::kCongestedLink;
     std::set<int> rails;
@@ -261,11 +269,10 @@ std::optional<LinkFinding> SlowLinkLocator::Finish(int steps, double threshold, 
     ev << suspects.size() << " ranks have every flow slow (the most, rank " << top << ", +"
        << std::lround(100 * f.slowdown) << "%): a link they share";
     if (f.rail >= 0) ev << ", on rail (TP index) " << f.rail;
-    ev << "; " << slow_flows << " slow flow(s) of " << judged << " judged";
+    ev << "; " << e.slow_flows << " slow flow(s) of " << e.judged << " judged";
   }
-  std::vector<int>& ranks = suspects;
-  ranks.resize(std::min<size_t>(ranks.size(), 8));
-  f.ranks = ranks;
+  suspects.resize(std::min<size_t>(suspects.size(), 8));
+  f.ranks = suspects;
   f.evidence = ev.str();
   return f;
 }

@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -84,6 +85,14 @@ class SlowLinkLocator {
       return std::hash<uint64_t>{}(h ^ (h >> 29));
     }
   };
+  // Per rank, the least slow of the flows it touches against their peers' median (-1: none
+  // judged); the flows judged and those slower than the threshold.
+  struct Evidence {
+    std::vector<double> ratio;
+    int judged = 0, slow_flows = 0;
+  };
+  Evidence FlowEvidence(int steps, double threshold) const;
+  std::set<int> DropRingNeighbours(std::vector<int>* suspects) const;
   void OnDp(const TraceEvent& e, int stage);
   void OnTp(const TraceEvent& e);
   void AddWait(int rank, int step, int64_t ns);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,9 +103,25 @@ class StragglerAnalyzer {
     std::vector<int> fixed;            // the workers M_W made ideal
     int last_stage = 0;
   };
+  // The scopes the attribution replays.
+  struct Scopes {
+    std::vector<double> worker_excess;  // by worker: its ops' mean excess over ideal per step, s
+    std::vector<int> all_workers;       // the workers the steps hold
+    std::set<int> types, stages;
+    std::vector<int> replayed_dps, replayed_workers;  // the top ones by excess, within the replay budget
+  };
   void ComputeIdeal();
-  // The findings (step 5 above).
+  // Run's steps, in order.
+  Scopes ChooseScopes(StragglerAnalysis* a) const;
+  Attribution Attribute(const Scopes& scopes, StragglerAnalysis* a) const;
+  void FixTopAndLast(Attribution* at, StragglerAnalysis* a) const;
+  // The findings (step 5 above): a slow link, then workers, then the last stage, uneven sequences
+  // or an op type.
   void Explain(const Attribution& at, StragglerAnalysis* a) const;
+  bool FindLink(const Attribution& at, StragglerAnalysis* a) const;
+  void FindWorkers(const Attribution& at, bool link_named, StragglerAnalysis* a) const;
+  std::vector<int> NameWorkers(const Attribution& at, double* t_named) const;
+  void FindStageOrType(const Attribution& at, StragglerAnalysis* a) const;
   // Mean span over the steps of each scope, in ns; `per_step`, if given, gets [scope][step].
   std::vector<double> MeanSpans(const std::vector<Scope>& scopes,
                                 std::vector<std::vector<double>>* per_step = nullptr) const;

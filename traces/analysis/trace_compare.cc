@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -131,6 +132,123 @@ double MedianStepS(const std::vector<std::pair<int64_t, int64_t>>& spans, int fi
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// What a reader should know of the two traces before the figures: host work left out, steps a run
+// did not complete, different scenario names.
+void NoteTraces(const OpCollector& p, const OpCollector& m, TraceComparison* c) {
+  for (const auto& [trace, collected] : {std::pair<const ComparedTrace*, const OpCollector*>{&c->predicted, &p},
+                                         {&c->measured, &m}}) {
+    if (collected->host_work > 0) {
+      c->notes.push_back(std::to_string(collected->host_work) + " host-work event(s) of " + trace->path +
+                         " (checkpoints, GC: HOST_OP) are not the plan's ops: left out of the matching");
+    }
+  }
+  for (const ComparedTrace* trace : {&c->predicted, &c->measured}) {
+    if (trace->unfinished_steps > 0) {
+      const int from = trace->first_step + trace->steps;
+      c->notes.push_back(trace->path + ": the run did not complete step " + std::to_string(from) +
+                         (trace->unfinished_steps > 1 ? "-" + std::to_string(from + trace->unfinished_steps - 1) : "") +
+                         " (it failed or was killed there): not compared");
+    }
+  }
+  if (c->predicted.scenario_name != c->measured.scenario_name) {
+    c->notes.push_back("the traces name different scenarios ('" + c->predicted.scenario_name + "' and '" +
+                       c->measured.scenario_name + "'): compared as one plan since their layouts agree");
+  }
+}
+
+// The two traces' ops merged by (rank, step, op id): per kind and per program op, the predicted and
+// measured seconds summed; what only one side has counted.
+struct Matched {
+  std::map<OpKind, KindComparison> kinds;
+  std::map<std::pair<int, uint32_t>, OpComparison> by_op;
+};
+
+Matched MatchOps(const OpCollector& p, const std::vector<OpRecord>& held, const std::function<bool(const OpRecord&)>& in_range,
+                 TraceComparison* c) {
+  Matched out;
+  auto measured_only = [&](const OpRecord& r) {
+    ++c->only_measured;
+    ++c->only_measured_by_kind[r.kind];
+  };
+  size_t j = 0;
+  for (const OpRecord& a : p.ops) {
+    for (; j < held.size() && held[j].Key() < a.Key(); ++j) measured_only(held[j]);
+    bool any = false;
+    for (; j < held.size() && held[j].Key() == a.Key(); ++j) {
+      const OpRecord& b = held[j];
+      any = true;
+      if (a.kind != b.kind) {
+        ++c->kind_mismatches;
+        continue;
+      }
+      ++c->matched;
+      KindComparison& k = out.kinds[a.kind];
+      k.kind = a.kind;
+      ++k.ops;
+      k.predicted_s += a.duration_ns / 1e9;
+      k.measured_s += b.duration_ns / 1e9;
+      OpComparison& o = out.by_op[{a.stage, a.op_id}];
+      if (o.samples == 0) {
+        o.stage = a.stage;
+        o.op_id = a.op_id;
+        o.kind = a.kind;
+        o.phase = a.phase;
+        o.microbatch = a.microbatch;
+        o.layer = a.layer;
+      }
+      ++o.samples;
+      o.predicted_s += a.duration_ns / 1e9;
+      o.measured_s += b.duration_ns / 1e9;
+    }
+    if (!any && in_range(a)) {
+      ++c->only_predicted;
+      ++c->only_predicted_by_kind[a.kind];
+    }
+  }
+  for (; j < held.size(); ++j) measured_only(held[j]);
+  return out;
+}
+
+// Per kind per rank and step, and the ops that differ most, each largest difference first.
+void Summarize(Matched matched, const CompareOptions& options, TraceComparison* c) {
+  const double per = static_cast<double>(c->steps_compared()) * std::max(1, c->predicted.world_size);
+  for (auto& [kind, k] : matched.kinds) {
+    k.predicted_s /= per;
+    k.measured_s /= per;
+    c->by_kind.push_back(k);
+  }
+  auto by_difference = [](const auto& x, const auto& y) {
+    return std::fabs(x.measured_s - x.predicted_s) > std::fabs(y.measured_s - y.predicted_s);
+  };
+  std::stable_sort(c->by_kind.begin(), c->by_kind.end(), by_difference);
+  for (auto& [key, o] : matched.by_op) {
+    o.predicted_s /= o.samples;
+    o.measured_s /= o.samples;
+    c->top_ops.push_back(o);
+  }
+  std::stable_sort(c->top_ops.begin(), c->top_ops.end(), by_difference);
+  if (static_cast<int>(c->top_ops.size()) > std::max(0, options.top)) c->top_ops.resize(std::max(0, options.top));
+}
+
+void NoteUnmatched(TraceComparison* c) {
+  if (c->kind_mismatches > 0) {
+    c->notes.push_back(std::to_string(c->kind_mismatches) +
+                       " op(s) have another kind under the same (rank, step, op id) in each trace and were "
+                       "left out: the two do not number their ops alike");
+  }
+  if (c->only_predicted + c->only_measured == 0) return;
+  // By kind, so a reader sees what one side runs that the other does not (an executor that groups
+  // its gradient reductions its own way, ops the executor does not run).
+  auto kinds_of = [](const std::map<OpKind, int64_t>& by_kind) {
+    std::string s;
+    for (const auto& [kind, n] : by_kind) s += (s.empty() ? " (" : ", ") + OpKind_Name(kind) + " " + std::to_string(n);
+    return s.empty() ? s : s + ")";
+  };
+  c->notes.push_back(std::to_string(c->only_predicted) + " op(s) only in the predicted trace" +
+                     kinds_of(c->only_predicted_by_kind) + " and " + std::to_string(c->only_measured) +
+                     " only in the measured one" + kinds_of(c->only_measured_by_kind) + ", within the compared steps");
+}
+
 }  // namespace
 
 Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceInput& measured,
@@ -151,25 +269,7 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
                             "no step to compare after " + std::to_string(c.first_step - c.measured.first_step) +
                                 " warm-up step(s) (--warmup)");
   }
-  for (const auto& [trace, collected] : {std::pair<const ComparedTrace*, const OpCollector*>{&c.predicted, &p},
-                                         {&c.measured, &m}}) {
-    if (collected->host_work > 0) {
-      c.notes.push_back(std::to_string(collected->host_work) + " host-work event(s) of " + trace->path +
-                        " (checkpoints, GC: HOST_OP) are not the plan's ops: left out of the matching");
-    }
-  }
-  for (const ComparedTrace* trace : {&c.predicted, &c.measured}) {
-    if (trace->unfinished_steps > 0) {
-      const int from = trace->first_step + trace->steps;
-      c.notes.push_back(trace->path + ": the run did not complete step " + std::to_string(from) +
-                        (trace->unfinished_steps > 1 ? "-" + std::to_string(from + trace->unfinished_steps - 1) : "") +
-                        " (it failed or was killed there): not compared");
-    }
-  }
-  if (c.predicted.scenario_name != c.measured.scenario_name) {
-    c.notes.push_back("the traces name different scenarios ('" + c.predicted.scenario_name + "' and '" +
-                      c.measured.scenario_name + "'): compared as one plan since their layouts agree");
-  }
+  NoteTraces(p, m, &c);
   // Measured step k is held against predicted step k, or the predicted trace's last step when it
   // holds fewer (a simulated healthy step repeats): renumber, then merge by (rank, step, op id).
   const int last_predicted = c.predicted.first_step + c.predicted.steps - 1;
@@ -185,93 +285,17 @@ Result<TraceComparison> CompareTraces(const TraceInput& predicted, const TraceIn
   auto in_range = [&](const OpRecord& r) {
     return r.step >= predicted_step(c.first_step) && r.step <= predicted_step(c.last_step);
   };
-
-  std::map<OpKind, KindComparison> kinds;
-  std::map<std::pair<int, uint32_t>, OpComparison> by_op;
-  auto measured_only = [&](const OpRecord& r) {
-    ++c.only_measured;
-    ++c.only_measured_by_kind[r.kind];
-  };
-  size_t j = 0;
-  for (const OpRecord& a : p.ops) {
-    for (; j < held.size() && held[j].Key() < a.Key(); ++j) measured_only(held[j]);
-    bool any = false;
-    for (; j < held.size() && held[j].Key() == a.Key(); ++j) {
-      const OpRecord& b = held[j];
-      any = true;
-      if (a.kind != b.kind) {
-        ++c.kind_mismatches;
-        continue;
-      }
-      ++c.matched;
-      KindComparison& k = kinds[a.kind];
-      k.kind = a.kind;
-      ++k.ops;
-      k.predicted_s += a.duration_ns / 1e9;
-      k.measured_s += b.duration_ns / 1e9;
-      OpComparison& o = by_op[{a.stage, a.op_id}];
-      if (o.samples == 0) {
-        o.stage = a.stage;
-        o.op_id = a.op_id;
-        o.kind = a.kind;
-        o.phase = a.phase;
-        o.microbatch = a.microbatch;
-        o.layer = a.layer;
-      }
-      ++o.samples;
-      o.predicted_s += a.duration_ns / 1e9;
-      o.measured_s += b.duration_ns / 1e9;
-    }
-    if (!any && in_range(a)) {
-      ++c.only_predicted;
-      ++c.only_predicted_by_kind[a.kind];
-    }
-  }
-  for (; j < held.size(); ++j) measured_only(held[j]);
+  Matched matched = MatchOps(p, held, in_range, &c);
   if (c.matched == 0) {
     return Status::BadField("op ids", std::to_string(c.kind_mismatches) + " ops with another kind under one id, " +
                                           std::to_string(c.only_predicted + c.only_measured) + " unmatched",
                             "no op of one trace has the (rank, step, op id) and kind of an op of the other: "
                             "the traces are not of one plan");
   }
-
-  const double per = static_cast<double>(c.steps_compared()) * std::max(1, c.predicted.world_size);
-  for (auto& [kind, k] : kinds) {
-    k.predicted_s /= per;
-    k.measured_s /= per;
-    c.by_kind.push_back(k);
-  }
-  auto by_difference = [](const auto& x, const auto& y) {
-    return std::fabs(x.measured_s - x.predicted_s) > std::fabs(y.measured_s - y.predicted_s);
-  };
-  std::stable_sort(c.by_kind.begin(), c.by_kind.end(), by_difference);
-  for (auto& [key, o] : by_op) {
-    o.predicted_s /= o.samples;
-    o.measured_s /= o.samples;
-    c.top_ops.push_back(o);
-  }
-  std::stable_sort(c.top_ops.begin(), c.top_ops.end(), by_difference);
-  if (static_cast<int>(c.top_ops.size()) > std::max(0, options.top)) c.top_ops.resize(std::max(0, options.top));
-
+  Summarize(std::move(matched), options, &c);
   c.predicted_step_s = MedianStepS(p.spans, predicted_step(c.first_step), predicted_step(c.last_step));
   c.measured_step_s = MedianStepS(m.spans, c.first_step, c.last_step);
-  if (c.kind_mismatches > 0) {
-    c.notes.push_back(std::to_string(c.kind_mismatches) +
-                      " op(s) have another kind under the same (rank, step, op id) in each trace and were "
-                      "left out: the two do not number their ops alike");
-  }
-  if (c.only_predicted + c.only_measured > 0) {
-    // By kind, so a reader sees what one side runs that the other does not (an executor that
-    // groups its gradient reductions its own way, ops the executor does not run).
-    auto kinds_of = [](const std::map<OpKind, int64_t>& by_kind) {
-      std::string s;
-      for (const auto& [kind, n] : by_kind) s += (s.empty() ? " (" : ", ") + OpKind_Name(kind) + " " + std::to_string(n);
-      return s.empty() ? s : s + ")";
-    };
-    c.notes.push_back(std::to_string(c.only_predicted) + " op(s) only in the predicted trace" +
-                      kinds_of(c.only_predicted_by_kind) + " and " + std::to_string(c.only_measured) +
-                      " only in the measured one" + kinds_of(c.only_measured_by_kind) + ", within the compared steps");
-  }
+  NoteUnmatched(&c);
   return c;
 }
 
