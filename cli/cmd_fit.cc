@@ -118,9 +118,13 @@ void PrintFolds(const std::string& gpu, const std::vector<RowSet>& sets, const s
               folds.size());
 }
 
-}  // namespace
+std::string StoredNames() {
+  std::string names;
+  for (const GpuCalibration& c : AllCalibrations()) names += (names.empty() ? "" : ", ") + c.gpu;
+  return names;
+}
 
-Status RunFit(const FitArgs& args) {
+Status CheckFitArgs(const FitArgs& args) {
   std::error_code ec;
   if (!std::filesystem::is_directory(args.reference, ec)) {
     return Status::NotFound("--reference " + args.reference + ": no such folder (the reference files' folder, " +
@@ -135,18 +139,15 @@ Status RunFit(const FitArgs& args) {
     }
   }
   const std::vector<GpuCalibration>& stored_all = AllCalibrations();
-  std::string names;
-  for (const GpuCalibration& c : stored_all) names += (names.empty() ? "" : ", ") + c.gpu;
   if (!args.gpu.empty() && std::none_of(stored_all.begin(), stored_all.end(),
                                         [&](const GpuCalibration& c) { return c.gpu == args.gpu; })) {
-    return Status::BadField("--gpu", args.gpu, "must name a stored calibration (" + names + ")");
+    return Status::BadField("--gpu", args.gpu, "must name a stored calibration (" + StoredNames() + ")");
   }
-  const int threads = args.threads > 0 ? args.threads : std::max(1u, std::thread::hardware_concurrency());
-  FitOptions options;
-  options.threads = threads;
-  if (!args.quiet) options.progress = [](const std::string& line) { std::cerr << "fit: " << line << "\n"; };
+  return Status::Ok();
+}
 
-  // Per stored calibration, one row set per file (in file order), its rows of that GPU type.
+// Per stored calibration, one row set per file (in file order), its rows of that GPU type.
+Result<std::map<std::string, std::vector<RowSet>>> LoadRowSets(const FitArgs& args) {
   std::map<std::string, std::vector<RowSet>> by_gpu;
   int files = 0;
   for (const char* file : {kPublishedFile, kVtrainFile}) {
@@ -156,7 +157,7 @@ Status RunFit(const FitArgs& args) {
     ++files;
     std::printf("%s: %zu rows (%d measured)\n", (std::filesystem::path(args.reference) / file).c_str(), runs.size(),
                 MapeRows(runs));
-    for (const GpuCalibration& c : stored_all) {
+    for (const GpuCalibration& c : AllCalibrations()) {
       RowSet set{file, {}, file != std::string(kVtrainFile)};
       for (const PublishedRun& r : runs) {
         if (CalibrationFor(r.scenario.cluster().gpu()).gpu == c.gpu) set.runs.push_back(r);
@@ -170,49 +171,68 @@ Status RunFit(const FitArgs& args) {
                                                 : "none of the --file names") +
                             " (../shared/reference/README.md says what they hold)");
   }
+  return by_gpu;
+}
+
+bool IsFitRow(const PublishedRun& r) { return r.fit_row; }
+
+// One GPU type's fit from its stored constants, printed with each file's errors and, with --loso,
+// the held-out folds. False when none of its rows may be fitted on.
+Result<bool> FitOneGpu(const GpuCalibration& stored, const std::vector<RowSet>& sets, const FitArgs& args,
+                       const FitOptions& options) {
+  std::printf("\n%s: fitting on", stored.gpu.c_str());
+  for (const RowSet& s : sets) {
+    std::printf(" %s (%d rows of %zu in the fit)", s.name.c_str(),
+                static_cast<int>(std::count_if(s.runs.begin(), s.runs.end(), IsFitRow)), s.runs.size());
+  }
+  std::printf(", from the stored constants\n");
+  std::fflush(stdout);
+  const bool any_fit_row = std::any_of(sets.begin(), sets.end(), [](const RowSet& s) {
+    return std::any_of(s.runs.begin(), s.runs.end(), IsFitRow);
+  });
+  if (!any_fit_row) {
+    std::printf("%s: no row to fit on (every row is an MFU endpoint or too large a plan): not fitted\n",
+                stored.gpu.c_str());
+    return false;
+  }
+  Result<ConstantsFit> fit = FitConstants(sets, stored, options);
+  if (!fit.ok()) return Status::InvalidInput(stored.gpu + ": " + fit.status().message());
+  PrintKnobs(*fit);
+  MS_RETURN_IF_ERROR(PrintFiles(sets, *fit, options.threads));
+  if (args.loso) {
+    MS_ASSIGN_OR_RETURN(const std::vector<SourceFold> folds, LeaveOneSourceOut(sets, stored, *fit, options));
+    if (folds.empty()) {
+      std::printf("\n%s: all rows from one source: no fold to leave out\n", stored.gpu.c_str());
+    } else {
+      PrintFolds(stored.gpu, sets, folds);
+    }
+  }
+  std::fflush(stdout);
+  return true;
+}
+
+}  // namespace
+
+Status RunFit(const FitArgs& args) {
+  MS_RETURN_IF_ERROR(CheckFitArgs(args));
+  FitOptions options;
+  options.threads = args.threads > 0 ? args.threads : std::max(1u, std::thread::hardware_concurrency());
+  if (!args.quiet) options.progress = [](const std::string& line) { std::cerr << "fit: " << line << "\n"; };
+  MS_ASSIGN_OR_RETURN(const auto by_gpu, LoadRowSets(args));
   bool fitted_any = false;
-  for (const GpuCalibration& stored : stored_all) {
+  for (const GpuCalibration& stored : AllCalibrations()) {
     if (!args.gpu.empty() && stored.gpu != args.gpu) continue;
     auto it = by_gpu.find(stored.gpu);
     if (it == by_gpu.end()) {
       std::printf("\n%s: no rows in %s\n", stored.gpu.c_str(), args.reference.c_str());
       continue;
     }
-    const std::vector<RowSet>& sets = it->second;
-    std::printf("\n%s: fitting on", stored.gpu.c_str());
-    for (const RowSet& s : sets) {
-      std::printf(" %s (%d rows of %zu in the fit)", s.name.c_str(),
-                  static_cast<int>(std::count_if(s.runs.begin(), s.runs.end(), [](const PublishedRun& r) { return r.fit_row; })),
-                  s.runs.size());
-    }
-    std::printf(", from the stored constants\n");
-    std::fflush(stdout);
-    const bool any_fit_row = std::any_of(sets.begin(), sets.end(), [](const RowSet& s) {
-      return std::any_of(s.runs.begin(), s.runs.end(), [](const PublishedRun& r) { return r.fit_row; });
-    });
-    if (!any_fit_row) {
-      std::printf("%s: no row to fit on (every row is an MFU endpoint or too large a plan): not fitted\n",
-                  stored.gpu.c_str());
-      continue;
-    }
-    Result<ConstantsFit> fit = FitConstants(sets, stored, options);
-    if (!fit.ok()) return Status::InvalidInput(stored.gpu + ": " + fit.status().message());
-    fitted_any = true;
-    PrintKnobs(*fit);
-    MS_RETURN_IF_ERROR(PrintFiles(sets, *fit, threads));
-    if (args.loso) {
-      MS_ASSIGN_OR_RETURN(const std::vector<SourceFold> folds, LeaveOneSourceOut(sets, stored, *fit, options));
-      if (folds.empty()) {
-        std::printf("\n%s: all rows from one source: no fold to leave out\n", stored.gpu.c_str());
-      } else {
-        PrintFolds(stored.gpu, sets, folds);
-      }
-    }
-    std::fflush(stdout);
+    MS_ASSIGN_OR_RETURN(const bool fitted, FitOneGpu(stored, it->second, args, options));
+    fitted_any |= fitted;
   }
   if (!fitted_any) {
     return Status::InvalidInput("--reference " + args.reference + ": no rows to fit of " +
-                                (args.gpu.empty() ? "any stored GPU type (" + names + ")" : args.gpu));
+                                (args.gpu.empty() ? "any stored GPU type (" + StoredNames() + ")" : args.gpu));
   }
   std::printf("\nThe stored constants live in planner/cost/calibration.cc; a fit is stored there by hand, after review "
               "(docs/calibration.md, \"The stored fit\").\n");

@@ -83,91 +83,122 @@ Axis YAxis(const std::vector<PlotSeries>& series, bool right) {
   return a;
 }
 
+// One plot's geometry (the data's place in pixels) and the drawing of its parts, in paint order.
+class Canvas {
+ public:
+  explicit Canvas(const PlotSpec& spec)
+      : spec_(spec), left_(YAxis(spec.series, false)), right_(YAxis(spec.series, true)) {
+    x_lo_ = spec.x.empty() ? 0 : spec.x.front();
+    const double x_hi = spec.x.empty() ? 1 : spec.x.back();
+    span_ = Xt(x_hi) - Xt(x_lo_);
+    for (const PlotSeries& s : spec.series) (s.right_axis ? right_series_ : left_series_) = &s;
+  }
+
+  void Header(std::ostringstream& o) const {
+    o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+      << "\" viewBox=\"0 0 " << kWidth << " " << kHeight << "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
+    o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+    o << "<text x=\"" << kWidth / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"17\" font-weight=\"bold\">"
+      << Escape(spec_.title) << "</text>\n";
+  }
+
+  // The grid with the left axis's ticks, the right axis's ticks, and every x point's tick (GPU
+  // counts are the interesting values), its label thinned when crowded.
+  void Ticks(std::ostringstream& o) const {
+    for (double t : left_.ticks) {
+      const double y = Py(left_, t);
+      o << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw_ << "\" y1=\"" << y << "\" y2=\"" << y
+        << "\" stroke=\"#e4e4e4\"/>\n";
+      o << "<text x=\"" << kLeft - 8 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\" font-size=\"12\" fill=\""
+        << (left_series_ ? left_series_->color : "black") << "\">" << Fmt(t) << "</text>\n";
+    }
+    for (double t : right_.ticks) {
+      if (!right_series_) break;
+      const double y = Py(right_, t);
+      o << "<text x=\"" << kLeft + pw_ + 8 << "\" y=\"" << y + 4 << "\" font-size=\"12\" fill=\""
+        << right_series_->color << "\">" << Fmt(t) << "</text>\n";
+    }
+    double last_px = -1e9;
+    for (double x : spec_.x) {
+      const double X = Px(x);
+      o << "<line x1=\"" << X << "\" x2=\"" << X << "\" y1=\"" << kTop + ph_ << "\" y2=\"" << kTop + ph_ + 5
+        << "\" stroke=\"black\"/>\n";
+      if (X - last_px < 44) continue;
+      last_px = X;
+      o << "<text x=\"" << X << "\" y=\"" << kTop + ph_ + 20 << "\" text-anchor=\"middle\" font-size=\"12\">"
+        << Fmt(x) << "</text>\n";
+    }
+  }
+
+  void FrameAndLabels(std::ostringstream& o) const {
+    o << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw_ << "\" height=\"" << ph_
+      << "\" fill=\"none\" stroke=\"black\"/>\n";
+    o << "<text x=\"" << kLeft + pw_ / 2 << "\" y=\"" << kHeight - 22 << "\" text-anchor=\"middle\" font-size=\"14\">"
+      << Escape(spec_.x_label) << "</text>\n";
+    o << "<text transform=\"translate(22," << kTop + ph_ / 2 << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"14\" fill=\""
+      << (left_series_ ? left_series_->color : "black") << "\">" << Escape(spec_.left_label) << "</text>\n";
+    if (right_series_) {
+      o << "<text transform=\"translate(" << kWidth - 18 << "," << kTop + ph_ / 2
+        << ") rotate(90)\" text-anchor=\"middle\" font-size=\"14\" fill=\"" << right_series_->color << "\">"
+        << Escape(spec_.right_label) << "</text>\n";
+    }
+  }
+
+  // A line and a marker per point.
+  void Series(std::ostringstream& o) const {
+    for (const PlotSeries& s : spec_.series) {
+      const Axis& a = s.right_axis ? right_ : left_;
+      std::ostringstream pts;
+      for (size_t i = 0; i < s.y.size() && i < spec_.x.size(); ++i) {
+        pts << (i ? " " : "") << Px(spec_.x[i]) << "," << Py(a, s.y[i]);
+      }
+      o << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"" << s.color
+        << "\" stroke-width=\"2.5\"" << (s.right_axis ? " stroke-dasharray=\"7 4\"" : "") << "/>\n";
+      for (size_t i = 0; i < s.y.size() && i < spec_.x.size(); ++i) {
+        o << "<circle cx=\"" << Px(spec_.x[i]) << "\" cy=\"" << Py(a, s.y[i]) << "\" r=\"4\" fill=\""
+          << (s.right_axis ? "white" : s.color) << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"/>\n";
+      }
+    }
+  }
+
+  // One row between the title and the plot, where no data can hide it.
+  void Legend(std::ostringstream& o) const {
+    double lx = kLeft;
+    const double ly = kTop - 18;
+    for (const PlotSeries& s : spec_.series) {
+      o << "<line x1=\"" << lx << "\" x2=\"" << lx + 28 << "\" y1=\"" << ly << "\" y2=\"" << ly << "\" stroke=\""
+        << s.color << "\" stroke-width=\"2.5\"" << (s.right_axis ? " stroke-dasharray=\"7 4\"" : "") << "/>\n";
+      o << "<circle cx=\"" << lx + 14 << "\" cy=\"" << ly << "\" r=\"4\" fill=\"" << (s.right_axis ? "white" : s.color)
+        << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"/>\n";
+      o << "<text x=\"" << lx + 36 << "\" y=\"" << ly + 4 << "\" font-size=\"13\">" << Escape(s.name)
+        << "</text>\n";
+      lx += 60 + 7.5 * s.name.size();
+    }
+  }
+
+ private:
+  double Xt(double x) const { return spec_.log_x ? std::log2(x) : x; }
+  double Px(double x) const { return kLeft + (span_ > 0 ? (Xt(x) - Xt(x_lo_)) / span_ * pw_ : pw_ / 2); }
+  double Py(const Axis& a, double y) const { return kTop + ph_ - (y - a.lo) / (a.hi - a.lo) * ph_; }
+
+  const PlotSpec& spec_;
+  const double pw_ = kWidth - kLeft - kRight, ph_ = kHeight - kTop - kBottom;
+  const Axis left_, right_;
+  double x_lo_ = 0, span_ = 0;
+  const PlotSeries* left_series_ = nullptr;
+  const PlotSeries* right_series_ = nullptr;
+};
+
 }  // namespace
 
 std::string RenderSvg(const PlotSpec& spec) {
-  const double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
-  const double x_lo = spec.x.empty() ? 0 : spec.x.front(), x_hi = spec.x.empty() ? 1 : spec.x.back();
-  auto xt = [&](double x) { return spec.log_x ? std::log2(x) : x; };
-  const double span = xt(x_hi) - xt(x_lo);
-  auto px = [&](double x) {
-    return kLeft + (span > 0 ? (xt(x) - xt(x_lo)) / span * pw : pw / 2);
-  };
-  const Axis left = YAxis(spec.series, false), right = YAxis(spec.series, true);
-  auto py = [&](const Axis& a, double y) { return kTop + ph - (y - a.lo) / (a.hi - a.lo) * ph; };
-
+  const Canvas canvas(spec);
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
-    << "\" viewBox=\"0 0 " << kWidth << " " << kHeight << "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
-  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o << "<text x=\"" << kWidth / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"17\" font-weight=\"bold\">"
-    << Escape(spec.title) << "</text>\n";
-  // Grid and left ticks.
-  const PlotSeries* left_series = nullptr;
-  const PlotSeries* right_series = nullptr;
-  for (const PlotSeries& s : spec.series) (s.right_axis ? right_series : left_series) = &s;
-  for (double t : left.ticks) {
-    const double y = py(left, t);
-    o << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << y << "\" y2=\"" << y
-      << "\" stroke=\"#e4e4e4\"/>\n";
-    o << "<text x=\"" << kLeft - 8 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\" font-size=\"12\" fill=\""
-      << (left_series ? left_series->color : "black") << "\">" << Fmt(t) << "</text>\n";
-  }
-  for (double t : right.ticks) {
-    if (!right_series) break;
-    const double y = py(right, t);
-    o << "<text x=\"" << kLeft + pw + 8 << "\" y=\"" << y + 4 << "\" font-size=\"12\" fill=\""
-      << right_series->color << "\">" << Fmt(t) << "</text>\n";
-  }
-  // X ticks: every point (GPU counts are the interesting values), thinned when crowded.
-  double last_px = -1e9;
-  for (double x : spec.x) {
-    const double X = px(x);
-    o << "<line x1=\"" << X << "\" x2=\"" << X << "\" y1=\"" << kTop + ph << "\" y2=\"" << kTop + ph + 5
-      << "\" stroke=\"black\"/>\n";
-    if (X - last_px < 44) continue;
-    last_px = X;
-    o << "<text x=\"" << X << "\" y=\"" << kTop + ph + 20 << "\" text-anchor=\"middle\" font-size=\"12\">"
-      << Fmt(x) << "</text>\n";
-  }
-  // Frame and axis labels.
-  o << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw << "\" height=\"" << ph
-    << "\" fill=\"none\" stroke=\"black\"/>\n";
-  o << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kHeight - 22 << "\" text-anchor=\"middle\" font-size=\"14\">"
-    << Escape(spec.x_label) << "</text>\n";
-  o << "<text transform=\"translate(22," << kTop + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"14\" fill=\""
-    << (left_series ? left_series->color : "black") << "\">" << Escape(spec.left_label) << "</text>\n";
-  if (right_series) {
-    o << "<text transform=\"translate(" << kWidth - 18 << "," << kTop + ph / 2
-      << ") rotate(90)\" text-anchor=\"middle\" font-size=\"14\" fill=\"" << right_series->color << "\">"
-      << Escape(spec.right_label) << "</text>\n";
-  }
-  // Series: a line and a marker per point.
-  for (const PlotSeries& s : spec.series) {
-    const Axis& a = s.right_axis ? right : left;
-    std::ostringstream pts;
-    for (size_t i = 0; i < s.y.size() && i < spec.x.size(); ++i) {
-      pts << (i ? " " : "") << px(spec.x[i]) << "," << py(a, s.y[i]);
-    }
-    o << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"" << s.color
-      << "\" stroke-width=\"2.5\"" << (s.right_axis ? " stroke-dasharray=\"7 4\"" : "") << "/>\n";
-    for (size_t i = 0; i < s.y.size() && i < spec.x.size(); ++i) {
-      o << "<circle cx=\"" << px(spec.x[i]) << "\" cy=\"" << py(a, s.y[i]) << "\" r=\"4\" fill=\""
-        << (s.right_axis ? "white" : s.color) << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"/>\n";
-    }
-  }
-  // Legend: one row between the title and the plot, where no data can hide it.
-  double lx = kLeft;
-  const double ly = kTop - 18;
-  for (const PlotSeries& s : spec.series) {
-    o << "<line x1=\"" << lx << "\" x2=\"" << lx + 28 << "\" y1=\"" << ly << "\" y2=\"" << ly << "\" stroke=\""
-      << s.color << "\" stroke-width=\"2.5\"" << (s.right_axis ? " stroke-dasharray=\"7 4\"" : "") << "/>\n";
-    o << "<circle cx=\"" << lx + 14 << "\" cy=\"" << ly << "\" r=\"4\" fill=\"" << (s.right_axis ? "white" : s.color)
-      << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"/>\n";
-    o << "<text x=\"" << lx + 36 << "\" y=\"" << ly + 4 << "\" font-size=\"13\">" << Escape(s.name)
-      << "</text>\n";
-    lx += 60 + 7.5 * s.name.size();
-  }
+  canvas.Header(o);
+  canvas.Ticks(o);
+  canvas.FrameAndLabels(o);
+  canvas.Series(o);
+  canvas.Legend(o);
   o << "</svg>\n";
   return o.str();
 }

@@ -47,22 +47,8 @@ TraceHeader MakeHeader(const Plan& plan) {
 // process aborts ("Cannot change the model after the initialization"). Refuse instead.
 bool engine_used = false;
 
-}  // namespace
-
-Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink* sink) {
-  if (sink == nullptr) return Status::Internal("Simulate: sink is null");
-  if (engine_used) {
-    return Status::Internal(
-        "Simulate() runs once per process: SimGrid's engine cannot be created twice (docs/simulator.md)");
-  }
-  MS_ASSIGN_OR_RETURN(topology::Cluster cluster, topology::Cluster::Build(plan.cluster()));
-  MS_RETURN_IF_ERROR(CheckPlan(plan, cluster));
-  MS_ASSIGN_OR_RETURN(FaultPlan faults, MakeFaultPlan(resolved.faults(), resolved.sim(), cluster));
-  const SimSpec& sim = resolved.sim();  // its timeouts hold ResolveSim's rules (REQUIRES)
-
-  SimWorld world(plan, cluster, sim, std::move(faults), sink);
-  world.ecmp_flow_id = sim.seed();
-  world.one_flow_per_group = sim.flows() == FLOWS_PER_GROUP;
+// Each stage's program and the run's op count (the progress line's denominator).
+Status PrepareStages(const Plan& plan, SimWorld& world) {
   int64_t ops_total = 0;
   for (int s = 0; s < plan.layout().pp(); ++s) {
     MS_ASSIGN_OR_RETURN(StageInfo info, PrepareStage(plan, s));
@@ -70,7 +56,10 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
     world.stages.push_back(std::move(info));
   }
   world.progress.set_ops_total(ops_total * plan.training().steps());
+  return Status::Ok();
+}
 
+sg4::Engine* StartEngine() {
   engine_used = true;
   int argc = 2;
   char arg0[] = "megascale-sim";
@@ -83,15 +72,13 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   // temporary files, then die of the signal, as every command does (docs/limits.md: 130, 143).
   TakeSignalsBack();
   ConfigureSimGrid();
-  const int dp = plan.layout().dp();
-  const int num_actors = plan.layout().pp() * dp;
-  const int num_background = static_cast<int>(world.faults.background.size());
-  // Agent hosts: the workers, the monitor, one per background entry.
-  world.pools = CorePoolsOf(plan);
-  world.platform = BuildPlatform(cluster, num_actors + 1 + num_background,
-                                 NetworkCalibrationFor(plan.cluster()), world.pools);
+  return engine;
+}
 
-  sink->OnHeader(MakeHeader(plan));
+// One actor per (stage, replica) on the first agent hosts, then the fault monitor and one per
+// background entry on the hosts after them.
+void CreateActors(const Plan& plan, SimWorld& world, int num_actors, int num_background) {
+  const int dp = plan.layout().dp();
   for (int s = 0; s < plan.layout().pp(); ++s) {
     for (int d = 0; d < dp; ++d) {
       world.actors.push_back(std::make_unique<GroupActor>(&world, s, d, s * dp + d));
@@ -112,9 +99,11 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
     sg4::Actor::create("background-" + std::to_string(b), world.platform.agents[agent],
                        [&world, b, agent] { RunBackground(&world, b, agent); });
   }
-  engine->run();
+}
 
-  if (!world.error.empty()) return Status::Internal(world.error);
+// The finished run's figures; the run's end is the last actor's, or the job's end where a failure
+// was detected, and never before the last worker left.
+SimStats CollectStats(const Plan& plan, const SimWorld& world, int64_t* end_ns_out) {
   SimStats stats;
   stats.actors = static_cast<int>(world.actors.size());
   stats.steps_completed = plan.training().steps();
@@ -136,9 +125,44 @@ Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink*
   stats.uplink_shared = world.uplink_shared;
   stats.uplink_over_capacity = world.uplink_over;
   stats.uplink_max_flows = world.uplink_max;
+  *end_ns_out = end_ns;
+  return stats;
+}
+
+}  // namespace
+
+Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink* sink) {
+  if (sink == nullptr) return Status::Internal("Simulate: sink is null");
+  if (engine_used) {
+    return Status::Internal(
+        "Simulate() runs once per process: SimGrid's engine cannot be created twice (docs/simulator.md)");
+  }
+  MS_ASSIGN_OR_RETURN(topology::Cluster cluster, topology::Cluster::Build(plan.cluster()));
+  MS_RETURN_IF_ERROR(CheckPlan(plan, cluster));
+  MS_ASSIGN_OR_RETURN(FaultPlan faults, MakeFaultPlan(resolved.faults(), resolved.sim(), cluster));
+  const SimSpec& sim = resolved.sim();  // its timeouts hold ResolveSim's rules (REQUIRES)
+
+  SimWorld world(plan, cluster, sim, std::move(faults), sink);
+  world.ecmp_flow_id = sim.seed();
+  world.one_flow_per_group = sim.flows() == FLOWS_PER_GROUP;
+  MS_RETURN_IF_ERROR(PrepareStages(plan, world));
+
+  sg4::Engine* engine = StartEngine();
+  const int num_actors = plan.layout().pp() * plan.layout().dp();
+  const int num_background = static_cast<int>(world.faults.background.size());
+  // Agent hosts: the workers, the monitor, one per background entry.
+  world.pools = CorePoolsOf(plan);
+  world.platform = BuildPlatform(cluster, num_actors + 1 + num_background,
+                                 NetworkCalibrationFor(plan.cluster()), world.pools);
+  sink->OnHeader(MakeHeader(plan));
+  CreateActors(plan, world, num_actors, num_background);
+  engine->run();
+
+  if (!world.error.empty()) return Status::Internal(world.error);
+  int64_t end_ns = 0;
+  SimStats stats = CollectStats(plan, world, &end_ns);
   world.progress.Summary(stats.simulated_end_s, stats.network_activities, stats.uplink_flows,
                          stats.uplink_shared, stats.uplink_over_capacity, stats.uplink_max_flows);
-
   RunEnd end;
   end.set_steps_completed(stats.steps_completed);
   end.set_failed(stats.failed);

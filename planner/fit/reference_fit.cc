@@ -116,33 +116,29 @@ Result<std::vector<RunPrediction>> PredictWithFit(const std::vector<PublishedRun
   return PredictRuns(WithEagerHost(runs, *fit.host), &fit.gpu, threads);
 }
 
-Result<ConstantsFit> FitConstants(const std::vector<RowSet>& all_sets, const GpuCalibration& start,
-                                  const FitOptions& options) {
-  const std::vector<RowSet> sets = Filter(all_sets, [](const PublishedRun& r) { return r.fit_row; });
-  ConstantsFit fit;
-  fit.gpu = start;
+namespace {
+
+// A constant the fit moves: where it lives, its first step and its bounds.
+struct Knob {
+  const char* name;
+  double* value;
+  double step, lo, hi;
+};
+
+// The constants the rows can tell apart: the GPU's always, the eager host's costs where a row
+// launches eagerly (starting where the first such row's stack puts them), attention efficiency only
+// where the rows run the fused kernel (the unfused one is GEMMs).
+std::vector<Knob> KnobsFor(const std::vector<RowSet>& sets, ConstantsFit& fit) {
   GpuCalibration& c = fit.gpu;
-  bool fused = false, eager = false;
-  size_t rows = 0;
+  bool fused = false;
   for (const RowSet& set : sets) {
-    rows += set.runs.size();
     for (const PublishedRun& r : set.runs) {
       fused = fused || r.scenario.layout().kernels().flash_attention();
-      if (LaunchesEagerly(r) && !eager) {
-        eager = true;  // the host costs start where the first eager row's stack puts them
+      if (LaunchesEagerly(r) && !fit.host) {
         fit.host = EagerHost{r.scenario.layout().kernels().launch_us(), r.scenario.layout().kernels().micro_batch_host_us()};
       }
     }
   }
-  if (rows == 0) return Status::InvalidInput("fit: no row to fit on (every row is held out or outside the MAPE)");
-  if (options.halvings < 1 || options.halvings > 20 || options.max_sweeps < 1 || options.threads < 1) {
-    return Status::InvalidInput("fit: options out of range (halvings 1..20, max_sweeps >= 1, threads >= 1)");
-  }
-  struct Knob {
-    const char* name;
-    double* value;
-    double step, lo, hi;
-  };
   std::vector<Knob> knobs = {
       {"gemm_efficiency", &c.gemm_efficiency, 0.04, 0.3, 0.95},
       {"network_efficiency", &c.network_efficiency, 0.08, 0.3, 0.95},
@@ -150,46 +146,72 @@ Result<ConstantsFit> FitConstants(const std::vector<RowSet>& all_sets, const Gpu
       {"overlap_slowdown", &c.overlap_slowdown, 0.1, 0, 1.0},
       {"step_overhead_s", &c.step_overhead_s, 0.02, 0, 0.5},
   };
-  if (eager) {
+  if (fit.host) {
     knobs.push_back({"launch_us", &fit.host->launch_us, 8, 0, 150});
     knobs.push_back({"micro_batch_host_us", &fit.host->micro_batch_host_us, 400, 0, 5000});
   }
-  // Attention efficiency only where the rows run the fused kernel (the unfused one is GEMMs).
   if (fused) knobs.push_back({"attention_efficiency", &c.attention_efficiency, 0.05, 0.2, 0.95});
+  return knobs;
+}
+
+// The mean over files of each file's MAPE plus, where the file asks, a term for its worst row.
+Result<double> Objective(const std::vector<RowSet>& sets, const ConstantsFit& fit, int threads) {
+  double sum = 0;
+  int n = 0;
+  for (const RowSet& set : sets) {
+    if (set.runs.empty()) continue;
+    MS_ASSIGN_OR_RETURN(const std::vector<RunPrediction> res, PredictWithFit(set.runs, fit, threads));
+    sum += Mape(set.runs, res) + (set.worst_term ? 2 * std::max(0.0, WorstError(set.runs, res) - 0.085) : 0);
+    ++n;
+  }
+  return n ? sum / n : 0;
+}
+
+// One sweep of coordinate descent: each knob tries a step up, then down, and keeps the first that
+// lowers the objective. True when one did.
+Result<bool> Sweep(const std::vector<RowSet>& sets, ConstantsFit& fit, std::vector<Knob>& knobs, int threads,
+                   double& best) {
+  bool gained = false;
+  for (Knob& k : knobs) {
+    for (double dir : {+1.0, -1.0}) {
+      const double old = *k.value;
+      *k.value = std::clamp(old + dir * k.step, k.lo, k.hi);
+      double f = best;
+      if (*k.value != old) {
+        MS_ASSIGN_OR_RETURN(f, Objective(sets, fit, threads));
+      }
+      if (f < best - 1e-5) {
+        best = f;
+        gained = true;
+        break;
+      }
+      *k.value = old;
+    }
+  }
+  return gained;
+}
+
+}  // namespace
+
+Result<ConstantsFit> FitConstants(const std::vector<RowSet>& all_sets, const GpuCalibration& start,
+                                  const FitOptions& options) {
+  const std::vector<RowSet> sets = Filter(all_sets, [](const PublishedRun& r) { return r.fit_row; });
+  size_t rows = 0;
+  for (const RowSet& set : sets) rows += set.runs.size();
+  if (rows == 0) return Status::InvalidInput("fit: no row to fit on (every row is held out or outside the MAPE)");
+  if (options.halvings < 1 || options.halvings > 20 || options.max_sweeps < 1 || options.threads < 1) {
+    return Status::InvalidInput("fit: options out of range (halvings 1..20, max_sweeps >= 1, threads >= 1)");
+  }
+  ConstantsFit fit;
+  fit.gpu = start;
+  std::vector<Knob> knobs = KnobsFor(sets, fit);
   for (const Knob& k : knobs) fit.knobs.push_back({k.name, *k.value, *k.value});
 
-  auto objective = [&]() -> Result<double> {
-    double sum = 0;
-    int n = 0;
-    for (const RowSet& set : sets) {
-      if (set.runs.empty()) continue;
-      MS_ASSIGN_OR_RETURN(const std::vector<RunPrediction> res, PredictWithFit(set.runs, fit, options.threads));
-      sum += Mape(set.runs, res) + (set.worst_term ? 2 * std::max(0.0, WorstError(set.runs, res) - 0.085) : 0);
-      ++n;
-    }
-    return n ? sum / n : 0;
-  };
-  MS_ASSIGN_OR_RETURN(double best, objective());
+  MS_ASSIGN_OR_RETURN(double best, Objective(sets, fit, options.threads));
   fit.objective_start = best;
   int halvings = 0;
   for (int sweep = 0; sweep < options.max_sweeps && halvings < options.halvings; ++sweep) {
-    bool gained = false;
-    for (Knob& k : knobs) {
-      for (double dir : {+1.0, -1.0}) {
-        const double old = *k.value;
-        *k.value = std::clamp(old + dir * k.step, k.lo, k.hi);
-        double f = best;
-        if (*k.value != old) {
-          MS_ASSIGN_OR_RETURN(f, objective());
-        }
-        if (f < best - 1e-5) {
-          best = f;
-          gained = true;
-          break;
-        }
-        *k.value = old;
-      }
-    }
+    MS_ASSIGN_OR_RETURN(const bool gained, Sweep(sets, fit, knobs, options.threads, best));
     if (!gained) {
       for (Knob& k : knobs) k.step /= 2;
       ++halvings;

@@ -80,9 +80,7 @@ Status CheckSwitch(const ClusterSpec& c, SwitchFailure* x, const std::string& fi
   return Status::Ok();
 }
 
-}  // namespace
-
-Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
+Status ResolveStragglers(const ClusterSpec& c, FaultSpec* f) {
   std::set<int> seen;
   for (int i = 0; i < f->stragglers_size(); ++i) {
     Straggler* s = f->mutable_stragglers(i);
@@ -106,63 +104,85 @@ Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
     r->set_fraction_of_nodes(r->fraction_of_nodes());
     r->set_speed(r->speed());
   }
-  for (int i = 0; i < f->failures_size(); ++i) {
-    Failure* x = f->mutable_failures(i);
-    const std::string field = "faults.failures[" + Num(i) + "]";
-    if (!x->has_rank()) return Status::InvalidInput(field + ".rank is missing");
-    if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
-    MS_CHECK_FIELD(x->rank() >= 0 && x->rank() < c.num_gpus(), field + ".rank", x->rank(),
-                   "must be a rank between 0 and cluster.num_gpus - 1 (" + Num(c.num_gpus() - 1) + ")");
-    MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
-    x->set_kind(x->kind());
+  return Status::Ok();
+}
+
+Status ResolveFailure(const ClusterSpec& c, Failure* x, const std::string& field) {
+  if (!x->has_rank()) return Status::InvalidInput(field + ".rank is missing");
+  if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
+  MS_CHECK_FIELD(x->rank() >= 0 && x->rank() < c.num_gpus(), field + ".rank", x->rank(),
+                 "must be a rank between 0 and cluster.num_gpus - 1 (" + Num(c.num_gpus() - 1) + ")");
+  MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
+  x->set_kind(x->kind());
+  return Status::Ok();
+}
+
+Status ResolveNicFlap(const ClusterSpec& c, NicFlap* x, const std::string& field) {
+  MS_RETURN_IF_ERROR(CheckRank(c, x->has_rank(), x->rank(), field + ".rank"));
+  if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
+  MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
+  MS_CHECK_FIELD(x->duration_s() > 0 && x->duration_s() <= kMaxTimeS, field + ".duration_s",
+                 x->duration_s(), "must be > 0 and at most " + Num(kMaxTimeS) + " s");
+  x->set_duration_s(x->duration_s());
+  return Status::Ok();
+}
+
+Status ResolveDegradedLink(const ClusterSpec& c, DegradedLink* x, const std::string& field) {
+  const bool has_links = x->has_links();  // before mutable_links() creates it
+  MS_RETURN_IF_ERROR(CheckSelector(c, has_links, x->mutable_links(), field + ".links"));
+  MS_CHECK_FIELD(x->fraction() > 0 && x->fraction() <= 1, field + ".fraction", x->fraction(),
+                 "must be in (0, 1]: the share of the bandwidth left");
+  MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
+  x->set_fraction(x->fraction());
+  x->set_time_s(x->time_s());
+  return Status::Ok();
+}
+
+Status ResolveSwitchFailure(const ClusterSpec& c, SwitchFailure* x, const std::string& field) {
+  MS_RETURN_IF_ERROR(CheckSwitch(c, x, field));
+  if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
+  MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
+  return Status::Ok();
+}
+
+Status ResolveBackground(const ClusterSpec& c, BackgroundTraffic* x, const std::string& field) {
+  const bool has_links = x->has_links();  // before mutable_links() creates it
+  MS_RETURN_IF_ERROR(CheckSelector(c, has_links, x->mutable_links(), field + ".links"));
+  MS_CHECK_RANGE(x->flows_per_link(), 1, kMaxFlowsPerLink, field + ".flows_per_link",
+                 "each one a simulated flow on every selected link");
+  MS_CHECK_FIELD(x->share_taken() >= 0 && x->share_taken() < 1, field + ".share_taken",
+                 x->share_taken(), "must be in [0, 1): 0 = greedy flows, else the share of each link taken");
+  MS_CHECK_RANGE(x->start_s(), 0.0, kMaxTimeS, field + ".start_s", "seconds into the job");
+  MS_CHECK_FIELD(x->end_s() == 0 || (x->end_s() > x->start_s() && x->end_s() <= kMaxTimeS),
+                 field + ".end_s", x->end_s(),
+                 "must be 0 (until the job ends) or > start_s (" + Num(x->start_s()) + ") and at most " +
+                     Num(kMaxTimeS) + " s");
+  x->set_flows_per_link(x->flows_per_link());
+  x->set_share_taken(x->share_taken());
+  x->set_start_s(x->start_s());
+  x->set_end_s(x->end_s());
+  return Status::Ok();
+}
+
+// Each entry of a repeated fault list resolved by `resolve`, named by its index.
+template <typename Entry, typename Resolve>
+Status ResolveEach(const ClusterSpec& c, google::protobuf::RepeatedPtrField<Entry>* list, const std::string& name,
+                   Resolve resolve) {
+  for (int i = 0; i < list->size(); ++i) {
+    MS_RETURN_IF_ERROR(resolve(c, list->Mutable(i), "faults." + name + "[" + Num(i) + "]"));
   }
-  for (int i = 0; i < f->nic_flaps_size(); ++i) {
-    NicFlap* x = f->mutable_nic_flaps(i);
-    const std::string field = "faults.nic_flaps[" + Num(i) + "]";
-    MS_RETURN_IF_ERROR(CheckRank(c, x->has_rank(), x->rank(), field + ".rank"));
-    if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
-    MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
-    MS_CHECK_FIELD(x->duration_s() > 0 && x->duration_s() <= kMaxTimeS, field + ".duration_s",
-                   x->duration_s(), "must be > 0 and at most " + Num(kMaxTimeS) + " s");
-    x->set_duration_s(x->duration_s());
-  }
-  for (int i = 0; i < f->degraded_links_size(); ++i) {
-    DegradedLink* x = f->mutable_degraded_links(i);
-    const std::string field = "faults.degraded_links[" + Num(i) + "]";
-    const bool has_links = x->has_links();  // before mutable_links() creates it
-    MS_RETURN_IF_ERROR(CheckSelector(c, has_links, x->mutable_links(), field + ".links"));
-    MS_CHECK_FIELD(x->fraction() > 0 && x->fraction() <= 1, field + ".fraction", x->fraction(),
-                   "must be in (0, 1]: the share of the bandwidth left");
-    MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
-    x->set_fraction(x->fraction());
-    x->set_time_s(x->time_s());
-  }
-  for (int i = 0; i < f->switch_failures_size(); ++i) {
-    SwitchFailure* x = f->mutable_switch_failures(i);
-    const std::string field = "faults.switch_failures[" + Num(i) + "]";
-    MS_RETURN_IF_ERROR(CheckSwitch(c, x, field));
-    if (!x->has_time_s()) return Status::InvalidInput(field + ".time_s is missing");
-    MS_CHECK_RANGE(x->time_s(), 0.0, kMaxTimeS, field + ".time_s", "seconds into the job");
-  }
-  for (int i = 0; i < f->background_size(); ++i) {
-    BackgroundTraffic* x = f->mutable_background(i);
-    const std::string field = "faults.background[" + Num(i) + "]";
-    const bool has_links = x->has_links();  // before mutable_links() creates it
-    MS_RETURN_IF_ERROR(CheckSelector(c, has_links, x->mutable_links(), field + ".links"));
-    MS_CHECK_RANGE(x->flows_per_link(), 1, kMaxFlowsPerLink, field + ".flows_per_link",
-                   "each one a simulated flow on every selected link");
-    MS_CHECK_FIELD(x->share_taken() >= 0 && x->share_taken() < 1, field + ".share_taken",
-                   x->share_taken(), "must be in [0, 1): 0 = greedy flows, else the share of each link taken");
-    MS_CHECK_RANGE(x->start_s(), 0.0, kMaxTimeS, field + ".start_s", "seconds into the job");
-    MS_CHECK_FIELD(x->end_s() == 0 || (x->end_s() > x->start_s() && x->end_s() <= kMaxTimeS),
-                   field + ".end_s", x->end_s(),
-                   "must be 0 (until the job ends) or > start_s (" + Num(x->start_s()) + ") and at most " +
-                       Num(kMaxTimeS) + " s");
-    x->set_flows_per_link(x->flows_per_link());
-    x->set_share_taken(x->share_taken());
-    x->set_start_s(x->start_s());
-    x->set_end_s(x->end_s());
-  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ResolveFaults(const ClusterSpec& c, FaultSpec* f) {
+  MS_RETURN_IF_ERROR(ResolveStragglers(c, f));
+  MS_RETURN_IF_ERROR(ResolveEach(c, f->mutable_failures(), "failures", ResolveFailure));
+  MS_RETURN_IF_ERROR(ResolveEach(c, f->mutable_nic_flaps(), "nic_flaps", ResolveNicFlap));
+  MS_RETURN_IF_ERROR(ResolveEach(c, f->mutable_degraded_links(), "degraded_links", ResolveDegradedLink));
+  MS_RETURN_IF_ERROR(ResolveEach(c, f->mutable_switch_failures(), "switch_failures", ResolveSwitchFailure));
+  MS_RETURN_IF_ERROR(ResolveEach(c, f->mutable_background(), "background", ResolveBackground));
   return Status::Ok();
 }
 

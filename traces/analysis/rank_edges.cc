@@ -41,19 +41,19 @@ constexpr int kMaxCrossLanePreds = 16;
 // two threads overlap by one or two ops, never more.
 constexpr int kLaneLookback = 8;
 
-}  // namespace
+using Edges = std::vector<std::pair<int, int>>;
 
-void AddRankEdges(const std::vector<StepOp>& ops, const std::vector<StepEvent>& events, int begin, int end,
-                  std::vector<std::pair<int, int>>* edges) {
-  std::vector<int> compute, others;  // compute ops by start (= by end); other ops by end
+// The op each op follows on its lane: the one that ended last by the time it started. On a lane
+// that runs one op at a time that is the previous op; an exec rank can record ops of two threads
+// on one lane (its DP lane thread's reduce-scatters and the compute thread's tied-embedding
+// all-reduce both on DP_COMM), and those overlap: they do not wait for each other, and an edge
+// from the later end would point back in time. Sorts the ops into compute (by start, which is by
+// end) and the others (by end).
+void LaneEdges(const std::vector<StepOp>& ops, int begin, int end, std::vector<int>* compute,
+               std::vector<int>* others, Edges* edges) {
   std::unordered_map<int, std::vector<int>> on_lane;  // ops by start, per lane
   for (int i = begin; i < end; ++i) {
     const StepOp& op = ops[i];
-    // The op it follows on its lane: the one that ended last by the time it started. On a lane
-    // that runs one op at a time that is the previous op; an exec rank can record ops of two
-    // threads on one lane (its DP lane thread's reduce-scatters and the compute thread's
-    // tied-embedding all-reduce both on DP_COMM), and those overlap: they do not wait for each
-    // other, and an edge from the later end would point back in time.
     std::vector<int>& lane = on_lane[op.lane];
     int lane_prev = -1;
     for (int k = static_cast<int>(lane.size()) - 1, seen = 0; k >= 0 && seen < kLaneLookback; --k, ++seen) {
@@ -62,21 +62,25 @@ void AddRankEdges(const std::vector<StepOp>& ops, const std::vector<StepEvent>& 
     }
     if (lane_prev >= 0) edges->emplace_back(i, lane_prev);
     lane.push_back(i);
-    (op.lane == COMPUTE ? compute : others).push_back(i);
+    (op.lane == COMPUTE ? *compute : *others).push_back(i);
   }
-  std::sort(others.begin(), others.end(),
-            [&](int x, int y) { return ops[x].end_ns < ops[y].end_ns; });
-  auto end_of = [&](int i) { return ops[i].end_ns; };
+  std::sort(others->begin(), others->end(), [&](int x, int y) { return ops[x].end_ns < ops[y].end_ns; });
+}
+
+// A compute op waits for the other lanes' ops that ended in its window (after the previous compute
+// op began) and that it consumes.
+void WaitEdges(const std::vector<StepOp>& ops, const std::vector<int>& compute, const std::vector<int>& others,
+               Edges* edges) {
   for (size_t c = 0; c < compute.size(); ++c) {
     const StepOp& op = ops[compute[c]];
     const int64_t prev_start = c > 0 ? ops[compute[c - 1]].start_ns : INT64_MIN;
     const int64_t prev_end = c > 0 ? ops[compute[c - 1]].end_ns : INT64_MIN;
     auto hi = std::upper_bound(others.begin(), others.end(), op.start_ns,
-                               [&](int64_t t, int i) { return t < end_of(i); });
+                               [&](int64_t t, int i) { return t < ops[i].end_ns; });
     int added = 0;
     for (auto it = hi; it != others.begin() && added < kMaxCrossLanePreds;) {
       --it;
-      const int64_t end = end_of(*it);
+      const int64_t end = ops[*it].end_ns;
       if (end <= prev_start) break;
       // (*it > compute[c]: a zero-length op at the very instant of a zero-length compute op is
       // sorted after it, and the compute op launches it rather than waiting for it.)
@@ -87,10 +91,14 @@ void AddRankEdges(const std::vector<StepOp>& ops, const std::vector<StepEvent>& 
       }
     }
   }
-  // A receive that names its micro-batch feeds the first compute op of that micro-batch, chunk
-  // and phase (the forward of the activations it brings, the backward of the gradients), also
-  // where it ended long before (during an earlier compute op, which the rule above cannot tell
-  // from a wait): a replay where the sender is slower then delays the receiver's compute.
+}
+
+// A receive that names its micro-batch feeds the first compute op of that micro-batch, chunk and
+// phase (the forward of the activations it brings, the backward of the gradients), also where it
+// ended long before (during an earlier compute op, which WaitEdges cannot tell from a wait): a
+// replay where the sender is slower then delays the receiver's compute.
+void ReceiveEdges(const std::vector<StepOp>& ops, const std::vector<StepEvent>& events,
+                  const std::vector<int>& compute, const std::vector<int>& others, Edges* edges) {
   std::unordered_map<uint64_t, int> recv_of;  // (micro-batch, chunk, phase) -> receive
   auto unit_key = [&](int i) {
     return (static_cast<uint64_t>(events[i].microbatch) << 24) |
@@ -104,29 +112,48 @@ void AddRankEdges(const std::vector<StepOp>& ops, const std::vector<StepEvent>& 
     if (recv_of.empty() || events[c].microbatch < 0) continue;
     auto it = recv_of.find(unit_key(c));
     if (it == recv_of.end()) continue;
-    if (end_of(it->second) <= ops[c].start_ns) edges->emplace_back(c, it->second);  // else: not before it
+    if (ops[it->second].end_ns <= ops[c].start_ns) edges->emplace_back(c, it->second);  // else: not before it
     recv_of.erase(it);
   }
-  // The optimizer takes every reduced gradient: its first op waits for the last reduction that
-  // ended before it began (reductions run in order on their lane), however long before.
+}
+
+// The optimizer takes every reduced gradient: its first op waits for the last reduction that
+// ended before it began (reductions run in order on their lane), however long before.
+void OptimizerEdge(const std::vector<StepOp>& ops, const std::vector<int>& compute, const std::vector<int>& others,
+                   Edges* edges) {
   auto optimizer = std::find_if(compute.begin(), compute.end(), [&](int c) { return ops[c].phase == OPTIMIZER; });
-  if (optimizer != compute.end()) {
-    const int c = *optimizer;
-    auto last = std::find_if(others.rbegin(), others.rend(), [&](int r) {
-      return IsGradientReduction(ops[r].kind) && ops[r].end_ns <= ops[c].start_ns && r < c;
-    });
-    if (last != others.rend()) edges->emplace_back(c, *last);
-  }
+  if (optimizer == compute.end()) return;
+  const int c = *optimizer;
+  auto last = std::find_if(others.rbegin(), others.rend(), [&](int r) {
+    return IsGradientReduction(ops[r].kind) && ops[r].end_ns <= ops[c].start_ns && r < c;
+  });
+  if (last != others.rend()) edges->emplace_back(c, *last);
+}
+
+// Each other op is launched by the last compute op that ended before it was handed to its lane:
+// before it began, unless the trace says it queued behind its lane's previous op from an earlier
+// instant (launch_ns). A gradient bucket's reduce-scatter that queued behind one waiting for a slow
+// replica was launched by its own layers' backward, not by the step's last op.
+void LaunchEdges(const std::vector<StepOp>& ops, const std::vector<StepEvent>& events,
+                 const std::vector<int>& compute, const std::vector<int>& others, Edges* edges) {
   for (int i : others) {
-    // Launched by the last compute op that ended before it was handed to its lane: before it
-    // began, unless the trace says it queued behind its lane's previous op from an earlier
-    // instant (launch_ns). A gradient bucket's reduce-scatter that queued behind one waiting for
-    // a slow replica was launched by its own layers' backward, not by the step's last op.
     const int64_t launched = std::min(events[i].launch_ns, ops[i].start_ns);
     auto it = std::upper_bound(compute.begin(), compute.end(), launched,
-                               [&](int64_t t, int c) { return t < end_of(c); });
+                               [&](int64_t t, int c) { return t < ops[c].end_ns; });
     if (it != compute.begin()) edges->emplace_back(i, *std::prev(it));
   }
+}
+
+}  // namespace
+
+void AddRankEdges(const std::vector<StepOp>& ops, const std::vector<StepEvent>& events, int begin, int end,
+                  std::vector<std::pair<int, int>>* edges) {
+  std::vector<int> compute, others;
+  LaneEdges(ops, begin, end, &compute, &others, edges);
+  WaitEdges(ops, compute, others, edges);
+  ReceiveEdges(ops, events, compute, others, edges);
+  OptimizerEdge(ops, compute, others, edges);
+  LaunchEdges(ops, events, compute, others, edges);
 }
 
 }  // namespace megascale

@@ -272,13 +272,24 @@ Result<Trace> ReadTrace(const std::string& path) {
   return trace;
 }
 
-Status ReplayTrace(const std::string& path, TraceSink* sink) {
-  MS_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path));
-  sink->OnHeader(reader->header());
-  // Parsing and the sink run side by side: a helper thread parses records into one batch while
-  // this thread hands the other to the sink (a 12,288-rank trace's 30 M records parse in about as
-  // long as the diagnosis takes to consume them). Records reach the sink in file order.
-  constexpr size_t kBatch = 4096;
+namespace {
+
+// Parsing and the sink run side by side: a helper thread parses records into one batch while the
+// caller's thread hands the other to the sink (a 12,288-rank trace's 30 M records parse in about
+// as long as the diagnosis takes to consume them). Records reach the sink in file order.
+class ReplayPipe {
+ public:
+  ReplayPipe(TraceReader* reader, TraceSink* sink) : reader_(reader), sink_(sink) {}
+
+  Status Run() {
+    std::thread parser([this] { Parse(); });
+    Status result = Drain();
+    parser.join();
+    return result;
+  }
+
+ private:
+  static constexpr size_t kBatch = 4096;
   struct Batch {
     std::vector<TraceRecord> records = std::vector<TraceRecord>(kBatch);
     size_t count = 0;
@@ -286,72 +297,84 @@ Status ReplayTrace(const std::string& path, TraceSink* sink) {
     bool last = false;   // the file ended (or failed) here
     Status status;
   };
-  Batch batches[2];
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop = false;     // the consumer gave up
-  std::thread parser([&] {
+
+  // The helper thread: fills the batches in turn until the file ends or fails, or the consumer
+  // stops.
+  void Parse() {
     for (int b = 0;; b ^= 1) {
-      Batch& batch = batches[b];
+      Batch& batch = batches_[b];
       {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return !batch.full || stop; });
-        if (stop) return;
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !batch.full || stop_; });
+        if (stop_) return;
       }
       batch.count = 0;
       bool last = false;
       Status status;
       while (batch.count < kBatch) {
-        Result<bool> got = reader->Next(&batch.records[batch.count], sink->FiltersSteps() ? sink : nullptr);
-        if (!got.ok()) {
-          status = got.status();
-          last = true;
-          break;
-        }
-        if (!*got) {
+        Result<bool> got = reader_->Next(&batch.records[batch.count], sink_->FiltersSteps() ? sink_ : nullptr);
+        if (!got.ok() || !*got) {
+          if (!got.ok()) status = got.status();
           last = true;
           break;
         }
         ++batch.count;
       }
       {
-        std::lock_guard<std::mutex> lock(mu);
+        std::lock_guard<std::mutex> lock(mu_);
         batch.status = status;
         batch.last = last;
         batch.full = true;
       }
-      cv.notify_all();
+      cv_.notify_all();
       if (last) return;
     }
-  });
-  Status result;
-  for (int b = 0;; b ^= 1) {
-    Batch& batch = batches[b];
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return batch.full; });
-    }
-    for (size_t i = 0; i < batch.count; ++i) {
-      const TraceRecord& record = batch.records[i];
-      switch (record.body_case()) {
-        case TraceRecord::kEvent: sink->OnEvent(record.event()); break;
-        case TraceRecord::kStatus: sink->OnStatus(record.status()); break;
-        case TraceRecord::kEnd: sink->OnEnd(record.end()); break;
-        default: break;  // an event the sink does not want, skipped unparsed
-      }
-    }
-    const bool last = batch.last;
-    result = batch.status;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      batch.full = false;
-      if (last) stop = true;
-    }
-    cv.notify_all();
-    if (last) break;
   }
-  parser.join();
-  return result;
+
+  // The caller's thread: hands each filled batch to the sink, in turn, until the last; its status
+  // is the replay's.
+  Status Drain() {
+    for (int b = 0;; b ^= 1) {
+      Batch& batch = batches_[b];
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return batch.full; });
+      }
+      for (size_t i = 0; i < batch.count; ++i) {
+        const TraceRecord& record = batch.records[i];
+        switch (record.body_case()) {
+          case TraceRecord::kEvent: sink_->OnEvent(record.event()); break;
+          case TraceRecord::kStatus: sink_->OnStatus(record.status()); break;
+          case TraceRecord::kEnd: sink_->OnEnd(record.end()); break;
+          default: break;  // an event the sink does not want, skipped unparsed
+        }
+      }
+      const bool last = batch.last;
+      const Status status = batch.status;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        batch.full = false;
+        if (last) stop_ = true;
+      }
+      cv_.notify_all();
+      if (last) return status;
+    }
+  }
+
+  TraceReader* reader_;
+  TraceSink* sink_;
+  Batch batches_[2];
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // the consumer gave up
+};
+
+}  // namespace
+
+Status ReplayTrace(const std::string& path, TraceSink* sink) {
+  MS_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path));
+  sink->OnHeader(reader->header());
+  return ReplayPipe(reader.get(), sink).Run();
 }
 
 }  // namespace megascale
