@@ -14,7 +14,6 @@ StageSetup StageSetupOf(const Plan& plan, const RankCoords& me) {
   setup.sequence_parallel = l.sequence_parallel();
   setup.micro_batch = plan.training().micro_batch();
   setup.recompute = l.recompute();
-  setup.overlap_tp = l.overlap().tp();
   return setup;
 }
 

@@ -12,8 +12,9 @@
 // vocabulary-parallel cross-entropy (exec/model/cross_entropy.h), whose loss is the mean over all N
 // tokens on every TP peer. These TP collectives are the plan's (planner/program/layer_ops.cc).
 // Parameters and gradients live in two flat device arrays laid out by StageParams.
-// Activations of a (chunk, micro-batch) are kept from its forward until Release() (with full
-// recompute, only each layer's output).
+// A unit's ops are the plan's: RunUnit runs them in the plan's order through their kinds' handlers
+// (exec/parallel/unit_pass.h). Activations of a (chunk, micro-batch) are kept from its forward
+// until Release() (with full recompute, only each layer's output).
 // Not thread-safe.
 #pragma once
 
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/parallel/pass_state.h"
 #include "exec/parallel/stage_params.h"
 #include "exec/parallel/tp_block.h"
 
@@ -37,21 +39,12 @@ struct StageSetup {
   // recomputes the layer (ops of phase RECOMPUTE) right before its backward, as the plan orders it;
   // SELECTIVE recomputes attention's probabilities (exec/parallel/tp_block.h).
   Recompute recompute = RECOMPUTE_NONE;
-  // The plan's layout.overlap.tp: with SP, each GEMM beside its TP all-gather or reduce-scatter,
-  // in blocks around the TP ring (exec/parallel/tp_block.h).
-  bool overlap_tp = false;
 };
 
 // The parameters a rank with this setup holds (its chunks' layers, embedding, head).
 ShardSpec ShardSpecOf(const GptConfig& config, const StageSetup& setup);
 
-// The tokens of one micro-batch: (B,T) inputs and targets, host arrays.
-struct MicroBatchData {
-  const int32_t* tokens = nullptr;
-  const int32_t* targets = nullptr;
-};
-
-class StageModel {
+class StageModel : private StageTensors {
  public:
   // REQUIRES: layers % (pp x vp) == 0; tp divides heads, kv_heads, ffn (and B x T with SP).
   StageModel(const GptConfig& config, const StageSetup& setup, Device* device);
@@ -72,27 +65,29 @@ class StageModel {
   void InitParams(uint64_t seed);
 
 
-  // input: the previous virtual stage's output (rows,C), ignored on virtual stage 0. On the last
-  // virtual stage, *loss receives the mean cross-entropy of the micro-batch's N tokens.
-  Status Forward(const TpContext& ctx, int chunk, int microbatch, const MicroBatchData& data,
-                 const float* input, float* loss);
+  // Runs one unit's ops: the plan's ops of (chunk, microbatch)'s forward or backward, in the
+  // plan's order. Forward: input is the previous virtual stage's output (rows,C), ignored on
+  // virtual stage 0; on the last virtual stage *loss receives the mean cross-entropy of the
+  // micro-batch's N tokens. Backward: input is the next virtual stage's input gradient (rows,C),
+  // ignored on the last virtual stage, where dloss scales the mean loss of the N tokens;
+  // accumulates into grads().
+  Status RunUnit(const TpContext& ctx, bool forward, int chunk, int microbatch, const std::vector<const Op*>& ops,
+                 const MicroBatchData& data, const float* input, float* loss, float dloss);
   // This chunk's output (rows,C), valid until Release.
   const float* Output(int chunk, int microbatch) const;
-  // dout: the next virtual stage's input gradient (rows,C), ignored on the last virtual stage,
-  // where dloss scales the mean loss of the N tokens. Accumulates into grads().
-  Status Backward(const TpContext& ctx, int chunk, int microbatch, const MicroBatchData& data,
-                  const float* dout, float dloss);
   // The input gradient (rows,C) of the last Backward of (chunk, microbatch), valid until Release.
   const float* InputGrad(int chunk, int microbatch) const;
   void Release(int chunk, int microbatch);
 
  private:
-  struct Acts;
-  BlockParams ParamsOf(int layer) const;
-  BlockGrads GradsOf(int layer) const;
-  const float* P(const char* name) const;
-  float* G(const char* name) const;
-  const char* head_name() const;
+  BlockParams ParamsOf(int layer) const override;
+  BlockGrads GradsOf(int layer) const override;
+  const float* P(const char* name) const override;
+  float* G(const char* name) const override;
+  const char* head_name() const override;
+  VocabShard vocab() const override { return vocab_; }
+  int tp_rank() const override { return setup_.tp_rank; }
+  int tp() const override { return setup_.tp; }
 
   GptConfig config_;
   StageSetup setup_;
@@ -102,7 +97,7 @@ class StageModel {
   TpDims dims_;
   VocabShard vocab_;
   DeviceBuffer params_, grads_;
-  std::map<std::pair<int, int>, std::unique_ptr<Acts>> acts_;
+  std::map<std::pair<int, int>, std::unique_ptr<UnitActs>> acts_;
 };
 
 }  // namespace exec

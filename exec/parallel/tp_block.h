@@ -1,6 +1,7 @@
-// One transformer layer on one tensor-parallel rank (Megatron-LM's split, Shoeybi et al. 2019;
-// sequence parallelism, Korthikanti et al. 2022), forward and backward, on a Device, talking to
-// its TP peers through a Communicator. The math is exec/model/block.h's; only the split differs.
+// A transformer layer's tensor-parallel split on one rank (Megatron-LM's, Shoeybi et al. 2019;
+// sequence parallelism, Korthikanti et al. 2022): its sizes, the activations it saves and the TP
+// collectives at its regions' edges. The layer's ops themselves are the plan's, run by their kinds'
+// handlers (exec/parallel/pass_handlers.h); the math is exec/model/block.h's, only the split differs.
 //
 // Between TP regions a rank holds `rows` token rows of the (B*T, C) residual stream: all N rows
 // without sequence parallelism, or its N/tp contiguous slice with it. Each TP region (attention,
@@ -13,7 +14,7 @@
 // Inside a region a rank runs its heads (QKV column split, attention, projection row split) or its
 // FFN columns (FC column split, GeLU, FC-projection row split). The row-split biases are added
 // once after g. The parallel block sums both regions' partial outputs and leaves through one g.
-// With tp = 1 every f and g is the identity and no collective is called.
+// With tp = 1 every f and g is the identity and the plan has no collective.
 // Gradients of the TP-replicated tensors (LayerNorms, row-split biases) are complete on every
 // rank without SP and partial sums over the TP group with it (the caller all-reduces them once
 // per step). Not thread-safe.
@@ -46,39 +47,34 @@ struct TpDims {
   int heads = 0, kv_heads = 0, head_dim = 0, qkv = 0, attn = 0, ffn = 0;  // this rank's share
   int window = 0;
   bool parallel_block = false;
-  // SELECTIVE: TpBlockForward frees the attention probabilities and TpBlockBackward recomputes
-  // them (an ATTENTION op of phase RECOMPUTE); FULL is the caller's (exec/parallel/stage_model.h).
+  // SELECTIVE: the forward frees the attention probabilities and the backward recomputes them (an
+  // ATTENTION op of phase RECOMPUTE); FULL: the layer's forward again (exec/parallel/pass_handlers.h).
   Recompute recompute = RECOMPUTE_NONE;
-  // layout.overlap.tp with SP: a region's GEMM runs beside its all-gather (f forward, g backward)
-  // or reduce-scatter (g forward, f backward), block by block around the TP ring (TpRegions's
-  // *Beside), as the plan runs the two ops side by side. Without SP there is nothing to split.
-  bool overlap_tp = false;
   bool split() const { return rows != N; }
 };
+
+AttentionShape AttentionShapeOf(const TpDims& d);
 
 // REQUIRES: tp divides heads, kv_heads and ffn; with SP, tp divides B*T.
 TpDims MakeTpDims(const GptConfig& c, int B, int T, int tp_rank, int tp, bool sequence_parallel);
 
 // The TP collectives around a region (f and g above), recorded as the plan's TP ops. The embedding
 // and the head use them too: the vocabulary-parallel lookup leaves through g, the head enters
-// through f (exec/parallel/stage_model.h). Payload bytes in traces: the full (N,C) fp32 buffer, as the
+// through f (exec/parallel/pass_handlers.h). Payload bytes in traces: the full (N,C) fp32 buffer, as the
 // plan's comm_bytes counts it.
 class TpRegions {
  public:
   TpRegions(const TpContext& ctx, const TpDims& d) : ctx_(ctx), d_(d) {}
   double bytes() const;
-  // f forward: the N rows a region reads. SP gathers them into `full` (N,C); otherwise they are
-  // `held`.
-  Result<const float*> EnterForward(const float* held, float* full);
-  // f backward: partial (N,C) input gradients summed over the group into `held` (rows,C).
-  Status EnterBackward(float* partial, float* held);
-  // g forward: partial (N,C) outputs summed into `held` (rows,C).
-  Status ExitForward(float* partial, float* held) { return EnterBackward(partial, held); }
-  // g backward: the (N,C) output gradient a region's backward reads.
-  Result<const float*> ExitBackward(const float* held, float* full);
+  // f forward or g backward: the N rows a region's GEMM reads. SP gathers the `held` (rows,C)
+  // into `full` (N,C) (a TP_ALL_GATHER); otherwise they are `held`.
+  Result<const float*> Gather(const float* held, float* full);
+  // g forward or f backward: partial (N,C) sums summed over the group into `held` (rows,C): a
+  // TP_REDUCE_SCATTER with SP, a TP_ALL_REDUCE and a copy without, a copy with tp 1.
+  Status Sum(float* partial, float* held);
 
-  // Overlap (TpDims::overlap_tp). The all-gather beside the GEMM that reads it: `held` (rows,C)
-  // goes around the ring into `full` (N,C), and per_block(first_row, rows) runs on each block of
+  // Overlap (layout.overlap.tp with SP, where the plan runs a GEMM beside its all-gather or
+  // reduce-scatter). The all-gather beside the GEMM that reads it: `held` (rows,C) goes around the ring into `full` (N,C), and per_block(first_row, rows) runs on each block of
   // rows as soon as it is there, this rank's own first; then finish() (the GEMM's weight
   // gradients, over all rows). Recorded as the program's pair: TP_ALL_GATHER, then `gemm`.
   Status GatherBeside(const float* held, float* full, OpKind gemm, const std::function<void(int, int)>& per_block,
@@ -97,18 +93,6 @@ class TpRegions {
   const TpDims& d_;
 };
 
-// A column-split linear layer after f, as the plan runs the pair: f's all-gather of `held`
-// (rows,C) into `full` (N,C), then out (N,OC) = full W^T + b; with overlap.tp beside each other,
-// block by block. Returns the input's N rows (full, or held without SP). The head uses it too.
-Result<const float*> EnterAndLinear(const TpContext& ctx, const TpDims& d, TpRegions& regions, const float* held,
-                                    float* full, OpKind kind, const float* w, const float* b, int OC, float* out);
-// Its backward: adds the input gradient into dy (N,C) and the weight gradients into dw, db (db may
-// be null), then f's backward (reduce-scatter or all-reduce of dy into `held` (rows,C)); with
-// overlap.tp beside each other, dy block by block and the weight gradients once over all rows.
-Status LinearBackwardAndEnter(const TpContext& ctx, const TpDims& d, TpRegions& regions, OpKind kind, float* dy,
-                              float* dw, float* db, const float* dout, const float* in, const float* w, int OC,
-                              float* held);
-
 // Activations one layer saves for its backward.
 struct TpBlockActs {
   TpBlockActs(Device* device, const TpDims& d);
@@ -121,13 +105,6 @@ struct TpBlockActs {
   // Frees everything but `out` (full recompute keeps only each layer's output between passes).
   void KeepOnlyOutput();
 };
-
-// x: (rows,C). Writes a->out.
-Status TpBlockForward(const TpContext& ctx, const TpDims& d, const BlockParams& p, const float* x,
-                      TpBlockActs* a);
-// dout: (rows,C). Accumulates into the local gradients g and into dx (rows,C).
-Status TpBlockBackward(const TpContext& ctx, const TpDims& d, const BlockParams& p, const BlockGrads& g,
-                       const float* x, const TpBlockActs& a, const float* dout, float* dx);
 
 }  // namespace exec
 }  // namespace megascale

@@ -1,6 +1,9 @@
-// OpGate: what an OpRecorder asks before the compute thread runs an op, so that the ops the model
-// performs are the plan's, in the plan's order, each after its dependencies (exec/train/program_interpreter.h
-// is the one implementation; a recorder without a gate numbers ops in the order they end).
+// OpGate: what an OpRecorder asks before the compute thread runs an op. The unit's pass runs the
+// plan's ops in the plan's order (exec/parallel/unit_pass.h); the gate completes each op's
+// dependencies on the other lanes (a receive's arrival, a DP bucket) before it runs, gives it the
+// plan's id, and refuses an op that is not the plan's next (a handler that recorded another kind).
+// exec/train/program_interpreter.h is the one implementation; a recorder without a gate numbers
+// ops in the order they end.
 #pragma once
 
 #include <cstdint>

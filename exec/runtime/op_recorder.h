@@ -12,11 +12,11 @@
 // Times come from the device's clock (a steady clock on the CPU), after Synchronize(), relative to
 // `origin_ns`. On the CPU each event also carries its thread's CPU time in the op (cpu_ns): the op's
 // own work, which calibrate fits where ranks share cores (docs/calibrate.md).
-// Threads: the compute thread records through Compute/Comm with the context SetUnit/SetLayer set,
+// Threads: the compute thread records through Compute/Comm with the context SetUnit set,
 // and the interpreter's PP ops through CommAs/CommSince; the DP lane (exec/runtime/comm_lane.h) records
 // from its own thread through CommAs, with an explicit context and lane. One mutex guards the
 // event list, the op ids and the collective counters, and the end time is read under it, so the events of a rank stay in
-// end order (as TraceSink requires) whichever thread ends an op. SetUnit, SetLayer, SetGate and
+// end order (as TraceSink requires) whichever thread ends an op. SetUnit, SetGate and
 // BeginStep belong to the compute thread (BeginStep only while the lanes are idle). The device's
 // NowNs() must be callable from any thread (the CPU's steady clock is); the lanes never call
 // Synchronize(). Collective counters are per group: a group's collectives must all be issued by
@@ -58,10 +58,8 @@ class OpRecorder {
   void BeginStep(int step);
   // The context of the ops that follow.
   void SetUnit(Phase phase, int microbatch, int chunk) { unit_ = OpUnit{phase, microbatch, chunk, -1}; }
+  // The unit's pass sets each op's own names (exec/parallel/unit_pass.h).
   void SetUnit(const OpUnit& unit) { unit_ = unit; }
-  void SetLayer(int layer) { unit_.layer = layer; }
-  // FORWARD ops recomputed inside a backward are RECOMPUTE; the backward's own ops BACKWARD.
-  void SetPhase(Phase phase) { unit_.phase = phase; }
   const OpUnit& unit() const { return unit_; }
 
   // Runs f (which returns void) as one compute op of `kind`.

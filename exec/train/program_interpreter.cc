@@ -52,14 +52,14 @@ StageInterpreter::StageInterpreter(const StageProgram& program, StageModel* mode
     if (op.phase() == OPTIMIZER) continue;
     // The units, in the order the program runs them: a new one wherever the name changes (a
     // backward's recomputed forward belongs to it).
-    if (units_.empty() || key(program.ops(model_ops_[units_.back().first_op])) != key(op)) {
+    if (units_.empty() || key(*units_.back().ops.front()) != key(op)) {
       Unit u;
       u.forward = op.phase() == FORWARD;
       u.microbatch = op.microbatch();
       u.chunk = op.chunk();
-      u.first_op = model_ops_.size() - 1;
       units_.push_back(u);
     }
+    units_.back().ops.push_back(&op);
   }
   for (Unit& u : units_) {
     const std::tuple<int, int, int> unit{u.forward ? FORWARD : BACKWARD, u.microbatch, u.chunk};
@@ -243,11 +243,9 @@ Result<double> StageInterpreter::RunPasses(const std::vector<MicroBatchData>& da
     } else if (local_input) {
       input = u.forward ? model_->Output(u.chunk - 1, u.microbatch) : model_->InputGrad(u.chunk + 1, u.microbatch);
     }
-    rec->SetUnit(u.forward ? FORWARD : BACKWARD, u.microbatch, u.chunk);
     float loss = 0.0f;
-    MS_RETURN_IF_ERROR(u.forward
-                           ? model_->Forward(ctx_, u.chunk, u.microbatch, data[u.microbatch], input, &loss)
-                           : model_->Backward(ctx_, u.chunk, u.microbatch, data[u.microbatch], input, setup.loss_scale));
+    MS_RETURN_IF_ERROR(model_->RunUnit(ctx_, u.forward, u.chunk, u.microbatch, u.ops, data[u.microbatch], input, &loss,
+                                       setup.loss_scale));
     MS_RETURN_IF_ERROR(rec->failure());  // a failed device or a refused op: stop before output travels
     if (u.recv >= 0) posted_.erase(u.recv);
     if (u.send >= 0) {

@@ -20,8 +20,10 @@
 // the DP lane's program order, to the DpOpRunner (exec/parallel/distributed_optimizer.h: on the DP lane's
 // thread with overlap.dp, else inline), and waited for by the ops that depend on them.
 //
-// The model runs a unit (one chunk's forward or backward of one micro-batch) as a whole; the
-// interpreter feeds it the unit's received input and takes its output for the send.
+// The model runs a unit (one chunk's forward or backward of one micro-batch): the unit's compute
+// and TP ops, the program's, each through its kind's handler (exec/parallel/unit_pass.h); the
+// interpreter feeds it the unit's received input and takes its output for the send. Each op still
+// passes the gate (Enter), which completes its dependencies on the other lanes.
 // Use: per step, BeginStep, RunPasses, the optimizer's Step (its OPTIMIZER_STEP is the program's
 // last op and passes the gate), EndStep. Compute thread only.
 #pragma once
@@ -72,7 +74,7 @@ class StageInterpreter : public OpGate {
     bool forward = true;
     int microbatch = 0, chunk = 0;
     int recv = -1, send = -1;  // op ids of its input's receive and its output's send; -1: none
-    size_t first_op = 0;  // index into model_ops_
+    std::vector<const Op*> ops;  // its compute and TP ops, in program order
   };
   struct Posted {
     std::unique_ptr<Communicator::PendingRecv> pending;  // null once arrived

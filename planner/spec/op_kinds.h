@@ -4,8 +4,9 @@
 // it through the handler its row names; the diagnosis reads an imported event's group and what it
 // waits for from it; docs/op_kinds.md prints it (a test holds the two together).
 //
-// Adding a kind: a row here, a handler in exec (the row's ExecHandler; exec/model/layer_ops.h for
-// the model's ops) and a cost in planner/cost/op_costs.cc; nothing else switches over kinds.
+// Adding a kind: a row here, a handler in exec (the row's ExecHandler; for the model's ops a
+// function in exec/parallel/pass_handlers.cc and its line in PassHandlerOf's table) and a cost in
+// planner/cost/op_costs.cc; nothing else switches over kinds.
 // Pure data, built once; thread-safe.
 #pragma once
 
@@ -43,7 +44,7 @@ enum class CostClass : uint8_t {
 
 // Which code of the executor runs an op (docs/exec.md, "The plan interpreter").
 enum class ExecHandler : uint8_t {
-  kModel,          // the stage model's op on the compute thread (TP collectives included)
+  kModel,          // the unit's pass on the compute thread, through the kind's pass handler (TP collectives included)
   kPpRecv,         // the PP receive lane: posted early, waited for by its unit
   kPpSend,         // the PP send lane: issued once the unit's output exists
   kDpBucket,       // the distributed optimizer's bucket on the DP lane

@@ -130,15 +130,18 @@ TEST(ProgramInterpreter, RecomputeChangesNoNumber) {
   }
 }
 
-TEST(ProgramInterpreter, AnExecutorThatStraysFromTheProgramStopsNamingBothOps) {
+TEST(ProgramInterpreter, APlanWhoseOpReadsWhatNoOpBeforeItWroteStopsNamingTheOp) {
   testing::TinySpec t;
   t.layers = 2;
   Result<Plan> plan = testing::TinyPlan(t);
   ASSERT_TRUE(plan.ok());
-  // The program says GELU where the model runs FFN_UP_GEMM (layer 0's forward, micro-batch 0).
+  // The executor runs the plan's ops, not an order of its own: a hand-made program that says GELU
+  // where FFN_UP_GEMM belongs (layer 0's forward, micro-batch 0) would read an output nothing wrote.
+  uint32_t id = 0;
   for (Op& op : *plan->mutable_stages(0)->mutable_ops()) {
     if (op.kind() == FFN_UP_GEMM && op.phase() == FORWARD && op.microbatch() == 0 && op.layer() == 0) {
       op.set_kind(GELU);
+      id = op.id();
       break;
     }
   }
@@ -147,10 +150,27 @@ TEST(ProgramInterpreter, AnExecutorThatStraysFromTheProgramStopsNamingBothOps) {
   SelfCommunicator world;
   Result<TrainingReport> run = Train(*plan, o, &world, nullptr);
   ASSERT_FALSE(run.ok());
-  EXPECT_NE(run.status().message().find("the executor's next op is FFN_UP_GEMM fwd, micro-batch 0, chunk 0, layer 0"),
+  EXPECT_NE(run.status().message().find("op " + std::to_string(id) + " (GELU fwd, layer 0) reads FFN up's output"),
             std::string::npos)
       << run.status().message();
-  EXPECT_NE(run.status().message().find("(GELU fwd, micro-batch 0, chunk 0, layer 0)"), std::string::npos)
+}
+
+TEST(ProgramInterpreter, APlanWhoseLayersRunOutOfOrderStops) {
+  testing::TinySpec t;
+  t.layers = 2;
+  Result<Plan> plan = testing::TinyPlan(t);
+  ASSERT_TRUE(plan.ok());
+  // Layer 1's forward ops named layer 0 and layer 0's named 1: the first op the pass meets is of a
+  // layer its forward does not expect yet.
+  for (Op& op : *plan->mutable_stages(0)->mutable_ops()) {
+    if (op.layer() >= 0) op.set_layer(1 - op.layer());
+  }
+  RunOptions o = testing::TinyOptions(ADAM);
+  o.steps = 1;
+  SelfCommunicator world;
+  Result<TrainingReport> run = Train(*plan, o, &world, nullptr);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("runs where its forward expects layer 0"), std::string::npos)
       << run.status().message();
 }
 
