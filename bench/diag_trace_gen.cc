@@ -49,13 +49,7 @@ void Emit(std::vector<TraceEvent>* out, int rank, int step, uint32_t op_id, OpKi
   out->push_back(e);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: diag_trace_gen OUT.trace [--tp N --pp N --dp N --steps N --microbatches N]\n");
-    return 2;
-  }
+Gen ParseArgs(int argc, char** argv) {
   Gen g;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -66,19 +60,11 @@ int main(int argc, char** argv) {
     else if (a == "--steps") g.steps = v;
     else if (a == "--microbatches") g.mb = v;
   }
-  LayoutSpec spec;
-  spec.set_tp(g.tp);
-  spec.set_pp(g.pp);
-  spec.set_dp(g.dp);
-  spec.set_rank_order(TP_DP_PP);
-  const RankLayout layout(spec);
-  const int world = g.tp * g.pp * g.dp;
+  return g;
+}
 
-  auto writer = TraceFileWriter::Create(argv[1]);
-  if (!writer.ok()) {
-    std::fprintf(stderr, "%s\n", writer.status().message().c_str());
-    return 1;
-  }
+TraceHeader HeaderOf(const Gen& g) {
+  const int world = g.tp * g.pp * g.dp;
   TraceHeader h;
   h.set_source("sim");
   h.set_scenario_name("synthetic-175b-layout");
@@ -95,59 +81,83 @@ int main(int argc, char** argv) {
   h.set_tokens_per_step(int64_t{2048} * g.mb * g.dp);
   h.set_steps(g.steps);
   h.set_gpu("A100");
-  (*writer)->OnHeader(h);
+  return h;
+}
 
-  // Durations (us): forward F, backward 2F, TP all-reduce, PP transfer, DP reduce-scatter, optimizer.
-  const int64_t F = 1000 * kUs, B = 2 * F, T = 50 * kUs, P = 20 * kUs, D = 5000 * kUs, O = 500 * kUs;
-  const int64_t slot_f = F + T + P, slot_b = B + T + P;
-  const int64_t step_len = (g.pp + g.mb) * (slot_f + slot_b) + D + O;  // every stage done by then
+// Durations (us): forward F, backward 2F, TP all-reduce, PP transfer, DP reduce-scatter, optimizer.
+constexpr int64_t F = 1000 * kUs, B = 2 * F, T = 50 * kUs, P = 20 * kUs, D = 5000 * kUs, O = 500 * kUs;
+constexpr int64_t kSlotF = F + T + P, kSlotB = B + T + P;
+int64_t StepLen(const Gen& g) { return (g.pp + g.mb) * (kSlotF + kSlotB) + D + O; }  // every stage done by then
+
+// One rank's step into buf, in end order (as a sink gets them: trace_sink.h); returns its events.
+int64_t RankStep(const Gen& g, int rank, int s, int step, std::vector<TraceEvent>* buf) {
+  const int64_t t0 = step * StepLen(g);
+  const int64_t f = rank == kSlowRank ? F * 105 / 100 : F, b = rank == kSlowRank ? B * 105 / 100 : B;
+  uint32_t op = 0, tp_seq = 0;
+  int64_t events = 0;
+  buf->clear();
+  for (int i = 0; i < g.mb; ++i) {  // forward
+    const int64_t start = t0 + (s + i) * kSlotF;
+    if (s > 0) Emit(buf, rank, step, op++, PP_RECV, PP_RECV_LANE, FORWARD, PP_GROUP, start - P, start, 0, i, s);
+    Emit(buf, rank, step, op++, FFN_UP_GEMM, COMPUTE, FORWARD, NO_GROUP, start, start + f, 0, i, s);
+    Emit(buf, rank, step, op++, TP_ALL_REDUCE, TP_COMM, FORWARD, TP_GROUP, start + f, start + f + T, tp_seq++, i, s);
+    if (s < g.pp - 1) {
+      Emit(buf, rank, step, op++, PP_SEND, PP_SEND_LANE, FORWARD, PP_GROUP, start + f + T, start + f + T + P, 0, i, s);
+    }
+    events += 2 + (s > 0) + (s < g.pp - 1);
+  }
+  const int64_t tb = t0 + (g.pp + g.mb) * kSlotF;
+  for (int i = 0; i < g.mb; ++i) {  // backward, last stage first
+    const int64_t start = tb + (g.pp - 1 - s + i) * kSlotB;
+    if (s < g.pp - 1) Emit(buf, rank, step, op++, PP_RECV, PP_RECV_LANE, BACKWARD, PP_GROUP, start - P, start, 0, i, s);
+    Emit(buf, rank, step, op++, FFN_UP_GEMM, COMPUTE, BACKWARD, NO_GROUP, start, start + b, 0, i, s);
+    Emit(buf, rank, step, op++, TP_ALL_REDUCE, TP_COMM, BACKWARD, TP_GROUP, start + b, start + b + T, tp_seq++, i, s);
+    if (s > 0) {
+      Emit(buf, rank, step, op++, PP_SEND, PP_SEND_LANE, BACKWARD, PP_GROUP, start + b + T, start + b + T + P, 0, i, s);
+    }
+    events += 2 + (s > 0) + (s < g.pp - 1);
+  }
+  const int64_t td = tb + (g.pp + g.mb) * kSlotB;
+  Emit(buf, rank, step, op++, DP_REDUCE_SCATTER, DP_COMM, BACKWARD, DP_GROUP, td, td + D, 0, -1, s);
+  Emit(buf, rank, step, op++, OPTIMIZER_STEP, COMPUTE, OPTIMIZER, NO_GROUP, td + D, td + D + O, 0, -1, s);
+  std::stable_sort(buf->begin(), buf->end(),
+                   [](const TraceEvent& x, const TraceEvent& y) { return x.end_ns() < y.end_ns(); });
+  return events + 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: diag_trace_gen OUT.trace [--tp N --pp N --dp N --steps N --microbatches N]\n");
+    return 2;
+  }
+  const Gen g = ParseArgs(argc, argv);
+  LayoutSpec spec;
+  spec.set_tp(g.tp);
+  spec.set_pp(g.pp);
+  spec.set_dp(g.dp);
+  spec.set_rank_order(TP_DP_PP);
+  const RankLayout layout(spec);
+  const int world = g.tp * g.pp * g.dp;
+
+  auto writer = TraceFileWriter::Create(argv[1]);
+  if (!writer.ok()) {
+    std::fprintf(stderr, "%s\n", writer.status().message().c_str());
+    return 1;
+  }
+  (*writer)->OnHeader(HeaderOf(g));
   int64_t events = 0;
   std::vector<TraceEvent> buf;
   for (int step = 0; step < g.steps; ++step) {
-    const int64_t t0 = step * step_len;
     for (int rank = 0; rank < world; ++rank) {
-      const int s = layout.CoordsOf(rank).pp;
-      const int64_t f = rank == kSlowRank ? F * 105 / 100 : F, b = rank == kSlowRank ? B * 105 / 100 : B;
-      uint32_t op = 0, tp_seq = 0;
-      buf.clear();
-      for (int i = 0; i < g.mb; ++i) {  // forward, in end order
-        const int64_t start = t0 + (s + i) * slot_f;
-        if (s > 0) Emit(&buf, rank, step, op++, PP_RECV, PP_RECV_LANE, FORWARD, PP_GROUP, start - P, start, 0, i, s);
-        Emit(&buf, rank, step, op++, FFN_UP_GEMM, COMPUTE, FORWARD, NO_GROUP, start, start + f, 0, i, s);
-        Emit(&buf, rank, step, op++, TP_ALL_REDUCE, TP_COMM, FORWARD, TP_GROUP, start + f, start + f + T,
-             tp_seq++, i, s);
-        if (s < g.pp - 1) {
-          Emit(&buf, rank, step, op++, PP_SEND, PP_SEND_LANE, FORWARD, PP_GROUP, start + f + T,
-               start + f + T + P, 0, i, s);
-        }
-        events += 2 + (s > 0) + (s < g.pp - 1);
-      }
-      const int64_t tb = t0 + (g.pp + g.mb) * slot_f;
-      for (int i = 0; i < g.mb; ++i) {  // backward, last stage first
-        const int64_t start = tb + (g.pp - 1 - s + i) * slot_b;
-        if (s < g.pp - 1) Emit(&buf, rank, step, op++, PP_RECV, PP_RECV_LANE, BACKWARD, PP_GROUP, start - P, start, 0, i, s);
-        Emit(&buf, rank, step, op++, FFN_UP_GEMM, COMPUTE, BACKWARD, NO_GROUP, start, start + b, 0, i, s);
-        Emit(&buf, rank, step, op++, TP_ALL_REDUCE, TP_COMM, BACKWARD, TP_GROUP, start + b, start + b + T,
-             tp_seq++, i, s);
-        if (s > 0) {
-          Emit(&buf, rank, step, op++, PP_SEND, PP_SEND_LANE, BACKWARD, PP_GROUP, start + b + T,
-               start + b + T + P, 0, i, s);
-        }
-        events += 2 + (s > 0) + (s < g.pp - 1);
-      }
-      const int64_t td = tb + (g.pp + g.mb) * slot_b;
-      Emit(&buf, rank, step, op++, DP_REDUCE_SCATTER, DP_COMM, BACKWARD, DP_GROUP, td, td + D, 0, -1, s);
-      Emit(&buf, rank, step, op++, OPTIMIZER_STEP, COMPUTE, OPTIMIZER, NO_GROUP, td + D, td + D + O, 0, -1, s);
-      events += 2;
-      // A sink gets each rank's events in the order their ops ended (trace_sink.h).
-      std::stable_sort(buf.begin(), buf.end(),
-                       [](const TraceEvent& a, const TraceEvent& b) { return a.end_ns() < b.end_ns(); });
+      events += RankStep(g, rank, layout.CoordsOf(rank).pp, step, &buf);
       for (const TraceEvent& e : buf) (*writer)->OnEvent(e);
     }
   }
   RunEnd end;
   end.set_steps_completed(g.steps);
-  end.set_end_ns(g.steps * step_len);
+  end.set_end_ns(g.steps * StepLen(g));
   (*writer)->OnEnd(end);
   Status closed = (*writer)->Close();
   if (!closed.ok()) {

@@ -145,69 +145,84 @@ TEST(DeviceCalibration, AScenarioReadsItsCalibrationFileFromItsOwnFolder) {
 }
 
 // Events as a run would give them if every op took `scale[kind]` x the formula's time, two steps
-// per rank in program order, and a step end of `tail` s on every rank: the fit must give back the
-// scales and the overhead beyond what the plan prices.
+// per rank in program order, and a step end of `tail` s on every rank; with what rank 0's program
+// prices for the update and the DP ops.
+struct ScaledRun {
+  PlanSample sample;
+  double priced_update = 0, priced_dp = 0;
+};
+
+// One rank's step: its compute and TP ops, scaled, from *t on; the update's event after them.
+void ScaledStep(const Plan& plan, const StageProgram& program, int rank, int step, const std::map<OpKind, double>& scale,
+                int64_t* t, ScaledRun* run) {
+  const CostModel cost(plan.cluster());
+  const OpShape shape = OpShapeOf(plan.model(), plan.layout(), 1);
+  const RankLayout ranks(plan.layout());
+  auto scale_of = [&](OpKind k) { return scale.count(k) ? scale.at(k) : 1.0; };
+  for (const Op& op : program.ops()) {
+    double seconds = 0;
+    if (op.kind() <= CROSS_ENTROPY) {
+      seconds = scale_of(op.kind()) * cost.FormulaTime(op.kind(), op.phase(), shape);
+    } else if ((op.kind() == TP_ALL_GATHER || op.kind() == TP_REDUCE_SCATTER) && op.microbatch() >= 0) {
+      seconds = scale_of(op.kind()) * cost.TpRingTime(op.kind(), 2, TpActivationBytes(shape));
+    } else {
+      continue;  // the optimizer's step (the step's end, below), PP and DP ops: not scaled
+    }
+    TraceEvent e = EventOf(op, program, rank, step);
+    // A TP peer that arrives early waits for the other: its event is longer, by a wait the fit
+    // must not count (the simulator models the wait itself).
+    e.set_start_ns(*t);
+    *t += static_cast<int64_t>(seconds * 1e9);
+    if (op.kind() == TP_ALL_GATHER && ranks.CoordsOf(rank).tp == 1) *t += 50000;
+    e.set_end_ns(*t);
+    run->sample.events.push_back(e);
+  }
+  // The step's end: the update (its own event) inside the tail.
+  for (const Op& op : program.ops()) {
+    if (op.kind() != OPTIMIZER_STEP) continue;
+    TraceEvent e;
+    e.set_rank(rank);
+    e.set_step(step);
+    e.set_kind(OPTIMIZER_STEP);
+    e.set_phase(OPTIMIZER);
+    e.set_stage(program.stage());
+    e.set_start_ns(*t + 1000);
+    e.set_end_ns(*t + 1000 + static_cast<int64_t>(2 * cost.MemoryBoundTime(op.mem_bytes()) * 1e9));
+    run->sample.events.push_back(e);
+    if (rank == 0) run->priced_update = 2 * cost.MemoryBoundTime(op.mem_bytes());
+  }
+}
+
+ScaledRun ScaledEvents(const Plan& plan, const std::map<OpKind, double>& scale, double tail) {
+  ScaledRun run;
+  run.sample.plan = plan;
+  const RankLayout ranks(plan.layout());
+  for (int rank = 0; rank < plan.world_size(); ++rank) {
+    const StageProgram& program = plan.stages(ranks.CoordsOf(rank).pp);
+    int64_t t = 0;
+    for (int step = 0; step < 2; ++step) {
+      ScaledStep(plan, program, rank, step, scale, &t, &run);
+      t += static_cast<int64_t>(tail * 1e9);
+    }
+    if (rank != 0) continue;
+    for (const Op& op : program.ops()) {
+      if (op.kind() == DP_REDUCE_SCATTER || op.kind() == DP_ALL_GATHER) run.priced_dp += op.duration_s();
+    }
+  }
+  return run;
+}
+
+// The fit must give back the scales and the overhead beyond what the plan prices.
 TEST(DeviceCalibration, TheFitRecoversTheScalesAndTheStepOverheadItIsGiven) {
   const DeviceCalibration base = Measured();
   const Plan p = CpuPlan(base);
   const Plan* plan = &p;
-  const CostModel cost(plan->cluster());
-  const OpShape shape = OpShapeOf(plan->model(), plan->layout(), 1);
   const std::map<OpKind, double> scale = {{QKV_GEMM, 0.8}, {GELU, 30}, {LAYERNORM, 4},
                                           {TP_ALL_GATHER, 25}, {TP_REDUCE_SCATTER, 20}, {OPTIMIZER_STEP, 2}};
-  auto scale_of = [&](OpKind k) { return scale.count(k) ? scale.at(k) : 1.0; };
   const double tail = 2e-3;
-
-  PlanSample sample;
-  sample.plan = *plan;
-  const RankLayout ranks(plan->layout());
-  double priced_update = 0, priced_dp = 0;
-  for (int rank = 0; rank < plan->world_size(); ++rank) {
-    const StageProgram& program = plan->stages(ranks.CoordsOf(rank).pp);
-    int64_t t = 0;
-    for (int step = 0; step < 2; ++step) {
-      for (const Op& op : program.ops()) {
-        double seconds = 0;
-        if (op.kind() <= CROSS_ENTROPY) {
-          seconds = scale_of(op.kind()) * cost.FormulaTime(op.kind(), op.phase(), shape);
-        } else if ((op.kind() == TP_ALL_GATHER || op.kind() == TP_REDUCE_SCATTER) && op.microbatch() >= 0) {
-          seconds = scale_of(op.kind()) * cost.TpRingTime(op.kind(), 2, TpActivationBytes(shape));
-        } else if (op.kind() == OPTIMIZER_STEP) {
-          continue;  // the step's end, below
-        } else {
-          continue;  // PP and DP ops: not scaled
-        }
-        TraceEvent e = EventOf(op, program, rank, step);
-        // A TP peer that arrives early waits for the other: its event is longer, by a wait the
-        // fit must not count (the simulator models the wait itself).
-        e.set_start_ns(t);
-        t += static_cast<int64_t>(seconds * 1e9);
-        if (op.kind() == TP_ALL_GATHER && ranks.CoordsOf(rank).tp == 1) t += 50000;
-        e.set_end_ns(t);
-        sample.events.push_back(e);
-      }
-      // The step's end: the update (its own event) inside `tail` s of wall time.
-      for (const Op& op : program.ops()) {
-        if (op.kind() != OPTIMIZER_STEP) continue;
-        TraceEvent e;
-        e.set_rank(rank);
-        e.set_step(step);
-        e.set_kind(OPTIMIZER_STEP);
-        e.set_phase(OPTIMIZER);
-        e.set_stage(program.stage());
-        e.set_start_ns(t + 1000);
-        e.set_end_ns(t + 1000 + static_cast<int64_t>(2 * cost.MemoryBoundTime(op.mem_bytes()) * 1e9));
-        sample.events.push_back(e);
-        if (rank == 0) priced_update = 2 * cost.MemoryBoundTime(op.mem_bytes());
-      }
-      t += static_cast<int64_t>(tail * 1e9);
-    }
-    if (rank == 0) {
-      for (const Op& op : program.ops()) {
-        if (op.kind() == DP_REDUCE_SCATTER || op.kind() == DP_ALL_GATHER) priced_dp += op.duration_s();
-      }
-    }
-  }
+  ScaledRun run = ScaledEvents(*plan, scale, tail);
+  PlanSample& sample = run.sample;
+  const double priced_update = run.priced_update, priced_dp = run.priced_dp;
   Result<CalibrationFit> fit = FitCalibration(base, {sample});
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   const GpuCalibration got = FromDeviceCalibration(fit->calibration);

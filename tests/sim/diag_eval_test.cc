@@ -205,6 +205,96 @@ int HangCulprit(const json& report) {
   return -1;
 }
 
+// The scores over the cases: stragglers, hangs and the class of each slowdown.
+struct Tally {
+  int tp = 0, fp = 0, fn = 0, hang_n = 0, hang_ok = 0, class_n = 0, class_ok = 0, hang_missed_the_run = 0;
+  std::map<std::string, std::map<std::string, int>> confusion;
+  std::vector<std::string> notes;
+  std::map<std::string, std::pair<double, double>> link_slowdown;  // kind: min, max of slow_link.slowdown
+
+  double precision() const { return tp + fp ? double(tp) / (tp + fp) : 1.0; }
+  double recall() const { return tp + fn ? double(tp) / (tp + fn) : 1.0; }
+  double hang_top1() const { return hang_n ? double(hang_ok) / hang_n : 1.0; }
+  double class_acc() const { return class_n ? double(class_ok) / class_n : 1.0; }
+
+  void Score(size_t i, const Case& c, const json& r, const std::string& error) {
+    if (!error.empty()) {
+      notes.push_back(c.kind + " case " + std::to_string(i) + ": " + error);
+      if (c.kind == "hang") ++hang_n;
+      return;
+    }
+    if (c.kind == "hang") return ScoreHang(c, r);
+    std::set<int> flagged;
+    for (const json& s : r["stragglers"]) flagged.insert(s["rank"].get<int>());
+    const std::set<int> want = c.kind == "slow GPU" ? std::set<int>{c.rank} : std::set<int>{};
+    for (int f : flagged) (want.count(f) ? tp : fp)++;
+    for (int w : want) fn += !flagged.count(w);
+    std::string got = Classify(r);
+    if (c.kind == "slow NIC" && got == "slow NIC" && r["slow_link"]["rank"] != c.rank) got = "slow NIC (wrong rank)";
+    ++confusion[c.kind][got];
+    if (r["slow_link"].is_object()) {
+      const double x = r["slow_link"]["slowdown"].get<double>();
+      auto& range = link_slowdown.emplace(c.kind, std::make_pair(x, x)).first->second;
+      range = {std::min(range.first, x), std::max(range.second, x)};
+    }
+    if (c.kind != "healthy") {
+      ++class_n;
+      class_ok += got == c.kind;
+    }
+    if (got != (c.kind == "healthy" ? "none" : c.kind) ||
+        (EnvInt("MEGASCALE_DIAG_EVAL_VERBOSE", 0) && r["slow_link"].is_object())) {
+      notes.push_back(c.kind + " (rank " + std::to_string(c.rank) + ", pod " + std::to_string(c.pod) +
+                      "): diagnosed " + got + " " + (r["slow_link"].is_object() ? r["slow_link"]["evidence"].dump() : ""));
+    }
+  }
+
+  // A failure drawn after the failing rank's last op of the run (a case whose fabric runs its
+  // steps faster than the probe's: the window is the probe's) stops nothing: no hang to find.
+  void ScoreHang(const Case& c, const json& r) {
+    if (!r["sim_failed"].get<bool>()) {
+      ++hang_missed_the_run;
+      return;
+    }
+    ++hang_n;
+    const int got = HangCulprit(r);
+    hang_ok += got == c.rank;
+    if (got != c.rank) {
+      notes.push_back("hang rank " + std::to_string(c.rank) + ": got " + std::to_string(got) + " (" +
+                      (r["hang"].is_object() ? r["hang"]["evidence"].dump() : "no hang finding") + ")");
+    }
+  }
+
+  void Print(size_t cases, int per_kind, uint32_t seed) const {
+    std::printf("cases: %zu (%d per kind), %d ranks, 3 steps, seed %u\n\n", cases, per_kind, kWorld, seed);
+    std::printf("| straggler (5%% slower) | value |\n| --- | --- |\n| true positives | %d |\n"
+                "| false positives | %d |\n| false negatives | %d |\n| precision | %.3f |\n| recall | %.3f |\n\n",
+                tp, fp, fn, precision(), recall());
+    std::printf("| hang | value |\n| --- | --- |\n| cases | %d |\n| culprit top-1 | %d (%.1f%%) |\n"
+                "| failure drawn after the run's work (nothing hung; not scored) | %d |\n\n",
+                hang_n, hang_ok, 100 * hang_top1(), hang_missed_the_run);
+    const char* labels[] = {"slow GPU", "slow NIC", "congested link", "none", "slow NIC (wrong rank)"};
+    std::printf("| injected \\ diagnosed | slow GPU | slow NIC | congested link | none | slow NIC (wrong rank) |\n"
+                "| --- | --- | --- | --- | --- | --- |\n");
+    for (const std::string& kind : Kinds()) {
+      if (kind == "hang") continue;
+      std::printf("| %s |", kind.c_str());
+      for (const char* l : labels) {
+        auto it = confusion.find(kind);
+        std::printf(" %d |", it == confusion.end() || !it->second.count(l) ? 0 : it->second.at(l));
+      }
+      std::printf("\n");
+    }
+    for (const auto& [kind, range] : link_slowdown) {
+      std::printf("%s: slow-link findings' slowdown %+.0f%% .. %+.0f%%\n", kind.c_str(), 100 * range.first,
+                  100 * range.second);
+    }
+    std::printf("\nslow GPU vs slow NIC vs congested link correct: %d/%d (%.1f%%)\n", class_ok, class_n,
+                100 * class_acc());
+    for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
+    std::fflush(stdout);
+  }
+};
+
 TEST(DiagEval, RandomizedInjectionsOn1024Ranks) {
   const int cases_total = EnvInt("MEGASCALE_DIAG_EVAL_CASES", 200);
   const int per_kind = std::max(1, cases_total / static_cast<int>(Kinds().size()));
@@ -230,93 +320,15 @@ TEST(DiagEval, RandomizedInjectionsOn1024Ranks) {
   const std::vector<Case> cases =
       MakeCases(Kinds(), per_kind, seed, step3_start + 0.1 * steps[2], step3_start + 0.7 * steps[2]);
   const std::vector<json> reports = RunAll(cases, *plan, EnvInt("MEGASCALE_DIAG_EVAL_JOBS", 2), &errors);
-
-  int tp = 0, fp = 0, fn = 0, hang_n = 0, hang_ok = 0, class_n = 0, class_ok = 0, hang_missed_the_run = 0;
-  std::map<std::string, std::map<std::string, int>> confusion;
-  std::vector<std::string> notes;
-  std::map<std::string, std::pair<double, double>> link_slowdown;  // kind: min, max of slow_link.slowdown
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
-    if (!errors[i].empty()) {
-      notes.push_back(c.kind + " case " + std::to_string(i) + ": " + errors[i]);
-      if (c.kind == "hang") ++hang_n;
-      continue;
-    }
-    const json& r = reports[i];
-    if (c.kind == "hang") {
-      // A failure drawn after the failing rank's last op of the run (a case whose fabric runs its
-      // steps faster than the probe's: the window is the probe's) stops nothing: no hang to find.
-      if (!r["sim_failed"].get<bool>()) {
-        ++hang_missed_the_run;
-        continue;
-      }
-      ++hang_n;
-      const int got = HangCulprit(r);
-      hang_ok += got == c.rank;
-      if (got != c.rank) {
-        notes.push_back("hang rank " + std::to_string(c.rank) + ": got " + std::to_string(got) + " (" +
-                        (r["hang"].is_object() ? r["hang"]["evidence"].dump() : "no hang finding") + ")");
-      }
-      continue;
-    }
-    std::set<int> flagged;
-    for (const json& s : r["stragglers"]) flagged.insert(s["rank"].get<int>());
-    const std::set<int> want = c.kind == "slow GPU" ? std::set<int>{c.rank} : std::set<int>{};
-    for (int f : flagged) (want.count(f) ? tp : fp)++;
-    for (int w : want) fn += !flagged.count(w);
-    std::string got = Classify(r);
-    if (c.kind == "slow NIC" && got == "slow NIC" && r["slow_link"]["rank"] != c.rank) got = "slow NIC (wrong rank)";
-    ++confusion[c.kind][got];
-    if (r["slow_link"].is_object()) {
-      const double x = r["slow_link"]["slowdown"].get<double>();
-      auto& range = link_slowdown.emplace(c.kind, std::make_pair(x, x)).first->second;
-      range = {std::min(range.first, x), std::max(range.second, x)};
-    }
-    if (c.kind != "healthy") {
-      ++class_n;
-      class_ok += got == c.kind;
-    }
-    if (got != (c.kind == "healthy" ? "none" : c.kind) ||
-        (EnvInt("MEGASCALE_DIAG_EVAL_VERBOSE", 0) && r["slow_link"].is_object())) {
-      notes.push_back(c.kind + " (rank " + std::to_string(c.rank) + ", pod " + std::to_string(c.pod) +
-                      "): diagnosed " + got + " " + (r["slow_link"].is_object() ? r["slow_link"]["evidence"].dump() : ""));
-    }
-  }
-  const double precision = tp + fp ? double(tp) / (tp + fp) : 1.0;
-  const double recall = tp + fn ? double(tp) / (tp + fn) : 1.0;
-  const double hang_top1 = hang_n ? double(hang_ok) / hang_n : 1.0;
-  const double class_acc = class_n ? double(class_ok) / class_n : 1.0;
-
-  std::printf("cases: %zu (%d per kind), %d ranks, 3 steps, seed %u\n\n", cases.size(), per_kind, kWorld, seed);
-  std::printf("| straggler (5%% slower) | value |\n| --- | --- |\n| true positives | %d |\n"
-              "| false positives | %d |\n| false negatives | %d |\n| precision | %.3f |\n| recall | %.3f |\n\n",
-              tp, fp, fn, precision, recall);
-  std::printf("| hang | value |\n| --- | --- |\n| cases | %d |\n| culprit top-1 | %d (%.1f%%) |\n"
-              "| failure drawn after the run's work (nothing hung; not scored) | %d |\n\n",
-              hang_n, hang_ok, 100 * hang_top1, hang_missed_the_run);
-  const char* labels[] = {"slow GPU", "slow NIC", "congested link", "none", "slow NIC (wrong rank)"};
-  std::printf("| injected \\ diagnosed | slow GPU | slow NIC | congested link | none | slow NIC (wrong rank) |\n"
-              "| --- | --- | --- | --- | --- | --- |\n");
-  for (const std::string& kind : Kinds()) {
-    if (kind == "hang") continue;
-    std::printf("| %s |", kind.c_str());
-    for (const char* l : labels) std::printf(" %d |", confusion[kind][l]);
-    std::printf("\n");
-  }
-  for (const auto& [kind, range] : link_slowdown) {
-    std::printf("%s: slow-link findings' slowdown %+.0f%% .. %+.0f%%\n", kind.c_str(), 100 * range.first,
-                100 * range.second);
-  }
-  std::printf("\nslow GPU vs slow NIC vs congested link correct: %d/%d (%.1f%%)\n", class_ok, class_n,
-              100 * class_acc);
-  for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
-  std::fflush(stdout);
+  Tally t;
+  for (size_t i = 0; i < cases.size(); ++i) t.Score(i, cases[i], reports[i], errors[i]);
+  t.Print(cases.size(), per_kind, seed);
 
   // The bar the diagnosis is held to.
-  EXPECT_GE(precision, 0.99);
-  EXPECT_GE(recall, 0.99);
-  EXPECT_GE(hang_top1, 0.99);
-  EXPECT_GE(class_acc, 0.90);
+  EXPECT_GE(t.precision(), 0.99);
+  EXPECT_GE(t.recall(), 0.99);
+  EXPECT_GE(t.hang_top1(), 0.99);
+  EXPECT_GE(t.class_acc(), 0.90);
 }
 
 }  // namespace

@@ -80,110 +80,136 @@ int TimerTraceGen::RankOf(int dp, int stage) const {
   return (dp + stage) % inner + inner * (dp + o_.dp * stage);
 }
 
-TimerTraceGen::TimerTraceGen(const TimerGenOptions& o) : o_(o) {
-  Draws draw{o.seed * 0x9e3779b97f4a7c15ULL + 1};
-  const int pp = o.pp, M = o.microbatches;
-  std::vector<Step> steps(o.steps.size());
-  for (size_t k = 0; k < o.steps.size(); ++k) {
-    Step& st = steps[k];
-    std::map<std::string, int> group_of;
-    auto add = [&](int d, int s, const std::string& optype, int seq, int mb, std::vector<int> deps,
-                    const std::string& group_key, double work) {
-      Op op;
-      op.dp = d, op.stage = s, op.optype = optype, op.seq = seq, op.mb = mb, op.work = work;
-      for (int x : deps) {
-        if (x >= 0) op.deps.push_back(x);
-      }
-      op.delay = o.launch_delay_s * draw.Uniform();
-      const int id = static_cast<int>(st.ops.size());
-      if (!group_key.empty()) {
-        auto [it, fresh] = group_of.emplace(group_key, static_cast<int>(st.groups.size()));
-        if (fresh) st.groups.emplace_back();
-        op.group = it->second;
-        st.groups[op.group].push_back(id);
-      }
-      st.ops.push_back(op);
-      return id;
-    };
+namespace {
+
+// One step's ops, drawn in a fixed order so that a seed gives one trace.
+class StepBuilder {
+ public:
+  StepBuilder(const TimerGenOptions& o, Draws& draw, Step& st) : o_(o), draw_(draw), st_(st) {
     // Per micro-batch sequence length (the same on every stage of its replica).
-    std::vector<std::vector<double>> seq_factor(o.dp, std::vector<double>(M));
-    for (auto& v : seq_factor) {
-      for (double& f : v) f = draw.Jitter(o.sequence_spread);
-    }
-    // Transfers: drawn once per pair or group (its members finish together).
-    std::map<std::string, double> transfer;
-    auto shared = [&](const std::string& key, double base) {
-      auto it = transfer.find(key);
-      if (it == transfer.end()) it = transfer.emplace(key, base * draw.Jitter(o.noise)).first;
-      return it->second;
-    };
-    auto link = [&](int d, int s1, int s2) {
-      return d == o.link_dp && (s1 == o.link_stage || s2 == o.link_stage) ? o.link_factor : 1.0;
-    };
-    for (int d = 0; d < o.dp; ++d) {
-      for (int s = 0; s < pp; ++s) {
-        const double speed = (d == o.slow_dp && s == o.slow_stage ? o.slow_factor : 1.0) *
-                             (s == pp - 1 ? o.last_stage_factor : 1.0);
-        const std::string ag_key = "ag/" + std::to_string(s);
-        const int ag = add(d, s, "params-all-gather", 0, -1, {}, ag_key, shared(ag_key, o.params_ag_s));
-        // 1F1B: warm-up forwards, then one forward one backward, then the remaining backwards.
-        std::vector<std::pair<bool, int>> program;
-        const int warmup = std::min(pp - s - 1, M);
-        for (int m = 0; m < warmup; ++m) program.push_back({true, m});
-        for (int m = warmup; m < M; ++m) {
-          program.push_back({true, m});
-          program.push_back({false, m - warmup});
-        }
-        for (int m = M - warmup; m < M; ++m) program.push_back({false, m});
-        int prev = -1, fsend = -1, bsend = -1, nf = 0, nb = 0, nfr = 0, nbr = 0, nfs = 0, nbs = 0;
-        for (const auto& [forward, m] : program) {
-          const std::string mbs = "/" + std::to_string(d) + "/" + std::to_string(m);
-          if (forward) {
-            int recv = -1;
-            if (s > 0) {
-              const std::string key = "f" + std::to_string(s - 1) + mbs;
-              recv = add(d, s, "forward-recv", nfr++, -1, {prev}, key, shared(key, o.p2p_s * link(d, s - 1, s)));
-            }
-            const double w = o.forward_s * speed * seq_factor[d][m] * draw.Jitter(o.noise);
-            const int first_needs = nf == 0 ? ag : -1;  // the first forward waits for the parameters
-            const int f = add(d, s, "forward-compute", nf++, m, {prev, recv, first_needs}, "", w);
-            if (s < pp - 1) {
-              const std::string key = "f" + std::to_string(s) + mbs;
-              fsend = add(d, s, "forward-send", nfs++, -1, {f, fsend}, key, shared(key, o.p2p_s * link(d, s, s + 1)));
-            }
-            prev = f;
-          } else {
-            int recv = -1;
-            if (s < pp - 1) {
-              const std::string key = "b" + std::to_string(s + 1) + mbs;
-              recv = add(d, s, "backward-recv", nbr++, -1, {prev}, key, shared(key, o.p2p_s * link(d, s + 1, s)));
-            }
-            const double w = o.backward_s * speed * seq_factor[d][m] * draw.Jitter(o.noise);
-            const int b = add(d, s, "backward-compute", nb++, m, {prev, recv}, "", w);
-            if (s > 0) {
-              const std::string key = "b" + std::to_string(s) + mbs;
-              bsend = add(d, s, "backward-send", nbs++, -1, {b, bsend}, key, shared(key, o.p2p_s * link(d, s, s - 1)));
-            }
-            prev = b;
-          }
-        }
-        const bool pause = draw.Uniform() < o.gc_pause_share;
-        const int gc = add(d, s, "gc", 0, -1, {prev}, "", pause ? o.gc_pause_s : o.gc_s * draw.Jitter(o.noise));
-        const int ln = add(d, s, "layernorm-grads-all-reduce", 0, -1, {gc}, "", o.layernorm_s * draw.Jitter(o.noise));
-        const std::string rs_key = "rs/" + std::to_string(s);
-        int cur = add(d, s, "grads-reduce-scatter", 0, -1, {ln, ag}, rs_key, shared(rs_key, o.grads_rs_s));
-        if (pp > 1 && (s == 0 || s == pp - 1)) {
-          const std::string key = "emb/" + std::to_string(d);
-          cur = add(d, s, "embedding-grads-all-reduce", 0, -1, {cur}, key, shared(key, o.embedding_s));
-        }
-        const int clip = add(d, s, "optimizer-clip-main-grad", 0, -1, {cur}, "clip", shared("clip", o.clip_s));
-        add(d, s, "optimizer", 0, -1, {clip}, "", o.optimizer_s * draw.Jitter(o.noise));
-      }
+    seq_factor_.assign(o.dp, std::vector<double>(o.microbatches));
+    for (auto& v : seq_factor_) {
+      for (double& f : v) f = draw_.Jitter(o.sequence_spread);
     }
   }
 
-  // The truths: T_nodelay (the drawn work, no delays) and T_ideal (alone: the mean of the same
-  // (optype, seq) over workers and steps; in a group: the mean transfer of its type).
+  void Build() {
+    for (int d = 0; d < o_.dp; ++d) {
+      for (int s = 0; s < o_.pp; ++s) Worker(d, s);
+    }
+  }
+
+ private:
+  int Add(int d, int s, const std::string& optype, int seq, int mb, std::vector<int> deps,
+          const std::string& group_key, double work) {
+    Op op;
+    op.dp = d, op.stage = s, op.optype = optype, op.seq = seq, op.mb = mb, op.work = work;
+    for (int x : deps) {
+      if (x >= 0) op.deps.push_back(x);
+    }
+    op.delay = o_.launch_delay_s * draw_.Uniform();
+    const int id = static_cast<int>(st_.ops.size());
+    if (!group_key.empty()) {
+      auto [it, fresh] = group_of_.emplace(group_key, static_cast<int>(st_.groups.size()));
+      if (fresh) st_.groups.emplace_back();
+      op.group = it->second;
+      st_.groups[op.group].push_back(id);
+    }
+    st_.ops.push_back(op);
+    return id;
+  }
+
+  // Transfers: drawn once per pair or group (its members finish together).
+  double Shared(const std::string& key, double base) {
+    auto it = transfer_.find(key);
+    if (it == transfer_.end()) it = transfer_.emplace(key, base * draw_.Jitter(o_.noise)).first;
+    return it->second;
+  }
+
+  double Link(int d, int s1, int s2) const {
+    return d == o_.link_dp && (s1 == o_.link_stage || s2 == o_.link_stage) ? o_.link_factor : 1.0;
+  }
+
+  // 1F1B: warm-up forwards, then one forward one backward, then the remaining backwards.
+  std::vector<std::pair<bool, int>> Program(int s) const {
+    const int M = o_.microbatches;
+    std::vector<std::pair<bool, int>> program;
+    const int warmup = std::min(o_.pp - s - 1, M);
+    for (int m = 0; m < warmup; ++m) program.push_back({true, m});
+    for (int m = warmup; m < M; ++m) {
+      program.push_back({true, m});
+      program.push_back({false, m - warmup});
+    }
+    for (int m = M - warmup; m < M; ++m) program.push_back({false, m});
+    return program;
+  }
+
+  // One worker's step: the parameters' gather, its passes with their transfers, then what ends a
+  // Megatron step (GC, the LayerNorm and gradient reductions, clipping, the optimizer).
+  void Worker(int d, int s) {
+    const int pp = o_.pp;
+    const double speed = (d == o_.slow_dp && s == o_.slow_stage ? o_.slow_factor : 1.0) *
+                         (s == pp - 1 ? o_.last_stage_factor : 1.0);
+    const std::string ag_key = "ag/" + std::to_string(s);
+    const int ag = Add(d, s, "params-all-gather", 0, -1, {}, ag_key, Shared(ag_key, o_.params_ag_s));
+    int prev = -1, fsend = -1, bsend = -1, nf = 0, nb = 0, nfr = 0, nbr = 0, nfs = 0, nbs = 0;
+    for (const auto& [forward, m] : Program(s)) {
+      const std::string mbs = "/" + std::to_string(d) + "/" + std::to_string(m);
+      if (forward) {
+        int recv = -1;
+        if (s > 0) {
+          const std::string key = "f" + std::to_string(s - 1) + mbs;
+          recv = Add(d, s, "forward-recv", nfr++, -1, {prev}, key, Shared(key, o_.p2p_s * Link(d, s - 1, s)));
+        }
+        const double w = o_.forward_s * speed * seq_factor_[d][m] * draw_.Jitter(o_.noise);
+        const int first_needs = nf == 0 ? ag : -1;  // the first forward waits for the parameters
+        const int f = Add(d, s, "forward-compute", nf++, m, {prev, recv, first_needs}, "", w);
+        if (s < pp - 1) {
+          const std::string key = "f" + std::to_string(s) + mbs;
+          fsend = Add(d, s, "forward-send", nfs++, -1, {f, fsend}, key, Shared(key, o_.p2p_s * Link(d, s, s + 1)));
+        }
+        prev = f;
+      } else {
+        int recv = -1;
+        if (s < pp - 1) {
+          const std::string key = "b" + std::to_string(s + 1) + mbs;
+          recv = Add(d, s, "backward-recv", nbr++, -1, {prev}, key, Shared(key, o_.p2p_s * Link(d, s + 1, s)));
+        }
+        const double w = o_.backward_s * speed * seq_factor_[d][m] * draw_.Jitter(o_.noise);
+        const int b = Add(d, s, "backward-compute", nb++, m, {prev, recv}, "", w);
+        if (s > 0) {
+          const std::string key = "b" + std::to_string(s) + mbs;
+          bsend = Add(d, s, "backward-send", nbs++, -1, {b, bsend}, key, Shared(key, o_.p2p_s * Link(d, s, s - 1)));
+        }
+        prev = b;
+      }
+    }
+    const bool pause = draw_.Uniform() < o_.gc_pause_share;
+    const int gc = Add(d, s, "gc", 0, -1, {prev}, "", pause ? o_.gc_pause_s : o_.gc_s * draw_.Jitter(o_.noise));
+    const int ln = Add(d, s, "layernorm-grads-all-reduce", 0, -1, {gc}, "", o_.layernorm_s * draw_.Jitter(o_.noise));
+    const std::string rs_key = "rs/" + std::to_string(s);
+    int cur = Add(d, s, "grads-reduce-scatter", 0, -1, {ln, ag}, rs_key, Shared(rs_key, o_.grads_rs_s));
+    if (pp > 1 && (s == 0 || s == pp - 1)) {
+      const std::string key = "emb/" + std::to_string(d);
+      cur = Add(d, s, "embedding-grads-all-reduce", 0, -1, {cur}, key, Shared(key, o_.embedding_s));
+    }
+    const int clip = Add(d, s, "optimizer-clip-main-grad", 0, -1, {cur}, "clip", Shared("clip", o_.clip_s));
+    Add(d, s, "optimizer", 0, -1, {clip}, "", o_.optimizer_s * draw_.Jitter(o_.noise));
+  }
+
+  const TimerGenOptions& o_;
+  Draws& draw_;
+  Step& st_;
+  std::vector<std::vector<double>> seq_factor_;
+  std::map<std::string, int> group_of_;
+  std::map<std::string, double> transfer_;
+};
+
+// The truths: T_nodelay (the drawn work, no delays) and T_ideal (alone: the mean of the same
+// (optype, seq) over workers and steps; in a group: the mean transfer of its type); and every op's
+// start and end with the delays, per step. Returns the longest step.
+double Truths(const std::vector<Step>& steps, TimerGenTruth* truth, std::vector<std::vector<double>>* starts,
+              std::vector<std::vector<double>>* ends) {
   std::map<std::pair<std::string, int>, std::pair<double, int>> alone;
   std::map<std::string, std::pair<double, int>> in_group;
   for (const Step& st : steps) {
@@ -194,7 +220,8 @@ TimerTraceGen::TimerTraceGen(const TimerGenOptions& o) : o_(o) {
     }
   }
   double sum_nodelay = 0, sum_ideal = 0, longest = 0;
-  std::vector<std::vector<double>> starts(steps.size()), ends(steps.size());
+  starts->assign(steps.size(), {});
+  ends->assign(steps.size(), {});
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& st = steps[k];
     std::vector<double> work, ideal, s0, e0;
@@ -204,15 +231,26 @@ TimerTraceGen::TimerTraceGen(const TimerGenOptions& o) : o_(o) {
       ideal.push_back(m.first / m.second);
     }
     Simulate(st, work, false, &s0, &e0);
-    truth_.t_nodelay_s.push_back(Span(e0));
+    truth->t_nodelay_s.push_back(Span(e0));
     Simulate(st, ideal, false, &s0, &e0);
-    truth_.t_ideal_s.push_back(Span(e0));
-    sum_nodelay += truth_.t_nodelay_s.back();
-    sum_ideal += truth_.t_ideal_s.back();
-    Simulate(st, work, true, &starts[k], &ends[k]);
-    longest = std::max(longest, Span(ends[k]));
+    truth->t_ideal_s.push_back(Span(e0));
+    sum_nodelay += truth->t_nodelay_s.back();
+    sum_ideal += truth->t_ideal_s.back();
+    Simulate(st, work, true, &(*starts)[k], &(*ends)[k]);
+    longest = std::max(longest, Span((*ends)[k]));
   }
-  truth_.slowdown = sum_nodelay / sum_ideal;
+  truth->slowdown = sum_nodelay / sum_ideal;
+  return longest;
+}
+
+}  // namespace
+
+TimerTraceGen::TimerTraceGen(const TimerGenOptions& o) : o_(o) {
+  Draws draw{o.seed * 0x9e3779b97f4a7c15ULL + 1};
+  std::vector<Step> steps(o.steps.size());
+  for (Step& st : steps) StepBuilder(o, draw, st).Build();
+  std::vector<std::vector<double>> starts, ends;
+  const double longest = Truths(steps, &truth_, &starts, &ends);
 
   // The rows, as the job's timers write them: seq_id by start order per (rank, step, optype).
   for (size_t k = 0; k < steps.size(); ++k) {
