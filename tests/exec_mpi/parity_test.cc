@@ -98,11 +98,13 @@ TEST(Parity, SimulatedAndRealTracesOfOneSlowRankGiveTheSameFindings) {
   // The simulator divides each compute duration by the speed: the injected slowdown up to the
   // rounding of durations to whole nanoseconds.
   EXPECT_NEAR(SlowdownOf(s, kSlowRank), kInjected, 0.01 * kInjected);
-  // The real run: within half of the injected slowdown either way. Exec timing noise: the ranks
-  // share 2 cores (the test runs alone on them: RUN_SERIAL), and a rank that sleeps gets the CPU
-  // first when it wakes, so its kernels run faster than its busy peers' and the slowdown falls
-  // short; measured +178% to +249% over 8 runs (injected +300%).
-  EXPECT_NEAR(SlowdownOf(e, kSlowRank), kInjected, 0.5 * kInjected) << e.at("stragglers");
+  // The real run: between a third and one and a half times the injected slowdown. Exec timing
+  // noise: the ranks share 2 cores (the test runs alone on them: RUN_SERIAL), and a rank that
+  // sleeps gets the CPU first when it wakes, so its kernels run faster than its busy peers' and
+  // the slowdown mostly falls short: measured +138% to +386% over 12 runs on 2 cores (injected
+  // +300%), where "within half" (+150%) failed 2 of them.
+  EXPECT_GE(SlowdownOf(e, kSlowRank), kInjected / 3) << e.at("stragglers");
+  EXPECT_LE(SlowdownOf(e, kSlowRank), 1.5 * kInjected) << e.at("stragglers");
 }
 
 }  // namespace
