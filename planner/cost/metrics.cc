@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "planner/spec/moe_layers.h"
+
 namespace megascale {
 namespace {
 
@@ -21,9 +23,27 @@ double LayerForwardFlopsPerToken(const ModelSpec& m) {
   return qkv + attention + proj + mlp;
 }
 
+// An MoE layer's MLP in place of the dense one: the router's scores, the top_k routed experts and
+// the shared experts a token goes through (the convention docs/moe.md states: FLOPs a token's
+// forward computes, not all the experts').
+double MoeMlpDeltaPerToken(const ModelSpec& m) {
+  const MoeSpec& e = m.moe();
+  const double h = m.hidden(), per_ffn = 2.0 * (m.gated_mlp() ? 3.0 : 2.0) * h;
+  const double dense = per_ffn * m.ffn_hidden();
+  const double moe = 2.0 * h * e.num_experts() + per_ffn * (static_cast<double>(e.top_k()) * RoutedFfn(m) +
+                                                             static_cast<double>(e.shared_experts()) * SharedFfn(m));
+  return moe - dense;
+}
+
+// Every layer's forward FLOPs per token.
+double LayersForwardFlopsPerToken(const ModelSpec& m) {
+  const double dense = m.layers() * LayerForwardFlopsPerToken(m);
+  return m.has_moe() ? dense + MoeLayerCount(m) * MoeMlpDeltaPerToken(m) : dense;
+}
+
 double ForwardFlopsPerToken(const ModelSpec& m) {
   const double lm_head = 2.0 * m.hidden() * static_cast<double>(m.vocab());
-  return m.layers() * LayerForwardFlopsPerToken(m) + lm_head;
+  return LayersForwardFlopsPerToken(m) + lm_head;
 }
 
 }  // namespace
@@ -38,7 +58,7 @@ double HardwareFlopsPerStep(const ModelSpec& model, int64_t global_batch, Recomp
   const double tokens = static_cast<double>(global_batch) * model.seq_len();
   double recomputed = 0;
   if (recompute == RECOMPUTE_FULL) {
-    recomputed = model.layers() * LayerForwardFlopsPerToken(model) * tokens;
+    recomputed = LayersForwardFlopsPerToken(model) * tokens;
   } else if (recompute == RECOMPUTE_SELECTIVE) {
     // Only the attention core (QK^T and the weighted sum) is recomputed.
     const double s_eff = model.sliding_window() > 0

@@ -11,7 +11,9 @@ namespace megascale {
 // Model FLOPs of one training step (forward + backward, no recompute), counted the way MegaScale
 // and Megatron-LM count them: every GEMM and the full s x s attention (not halved for causality;
 // a sliding window w counts min(w, s) keys per query). For a plain GPT (ffn 4h, no GQA, full
-// attention) this equals 72 B s l h^2 (1 + s/(6h) + V/(12 l h)). REQUIRES: a resolved model.
+// attention) this equals 72 B s l h^2 (1 + s/(6h) + V/(12 l h)). An MoE layer counts what a
+// token's forward computes: the router, its top_k routed experts and the shared experts
+// (docs/moe.md). REQUIRES: a resolved model.
 double ModelFlopsPerStep(const ModelSpec& model, int64_t global_batch);
 
 // As executed: ModelFlopsPerStep plus the forward FLOPs recomputed in the backward.

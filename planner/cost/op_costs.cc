@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "planner/spec/moe_layers.h"
 #include "planner/spec/op_kinds.h"
 
 namespace megascale {
@@ -217,11 +218,22 @@ double PpActivationBytes(const OpShape& shape) {
   return TpActivationBytes(shape) / shape.tp;
 }
 
+namespace {
+
+// Weights and biases of QKV and the projection; two LayerNorms (gain, bias).
+double AttentionParams(const Widths& w) { return w.h * w.qkv_out + w.qkv_out + w.h * w.h + w.h + 4.0 * w.h; }
+
+// Weights and biases of an MLP of inner size ffn: up (gate and value when gated) and down.
+double MlpParams(const ModelSpec& m, double ffn) {
+  const double h = m.hidden(), up = m.gated_mlp() ? 2.0 * ffn : ffn;
+  return h * up + up + h * ffn + h;
+}
+
+}  // namespace
+
 double LayerParams(const ModelSpec& m) {
   const Widths w = WidthsOf(m);
-  // Weights and biases of QKV, projection, FFN up (gate and value when gated) and down; two
-  // LayerNorms (gain, bias).
-  return w.h * w.qkv_out + w.qkv_out + w.h * w.h + w.h + w.h * w.up + w.up + w.h * w.ffn + w.h + 4.0 * w.h;
+  return AttentionParams(w) + MlpParams(m, w.ffn);
 }
 
 double LargestWeightParams(const ModelSpec& m) {
@@ -237,8 +249,19 @@ double EmbeddingParams(const ModelSpec& m) {
   return WordEmbeddingParams(m) + 2.0 * m.hidden();
 }
 
-double ModelParams(const ModelSpec& m) {
-  return m.layers() * LayerParams(m) + EmbeddingParams(m) + (m.tied_embeddings() ? 0 : WordEmbeddingParams(m));
+double ModelParams(const ModelSpec& m) { return ModelParamCounts(m).total; }
+
+ParamCounts ModelParamCounts(const ModelSpec& m) {
+  const int moe_layers = MoeLayerCount(m);
+  const double dense = (m.layers() - moe_layers) * LayerParams(m) + EmbeddingParams(m) +
+                       (m.tied_embeddings() ? 0 : WordEmbeddingParams(m));
+  if (moe_layers == 0) return {dense, dense};
+  const MoeSpec& e = m.moe();
+  // An MoE layer: attention, the router (hidden x experts), the routed experts, the shared ones.
+  const double shared = e.shared_experts() * MlpParams(m, SharedFfn(m));
+  const double around = AttentionParams(WidthsOf(m)) + static_cast<double>(m.hidden()) * e.num_experts() + shared;
+  const double expert = MlpParams(m, RoutedFfn(m));
+  return {dense + moe_layers * (around + e.num_experts() * expert), dense + moe_layers * (around + e.top_k() * expert)};
 }
 
 OpCost OptimizerCost(double params) {

@@ -137,8 +137,17 @@ double WordEmbeddingParams(const ModelSpec& model);
 // Parameters of the word embedding (also a tied LM head's copy on the last stage) plus the
 // final LayerNorm.
 double EmbeddingParams(const ModelSpec& model);
-// Parameters of the whole model, once each: layers, embedding, final LayerNorm, an untied head.
+// Parameters of the whole model, once each: layers, embedding, final LayerNorm, an untied head
+// (an MoE model's every expert: ModelParamCounts's total).
 double ModelParams(const ModelSpec& model);
+
+// A model's parameters: all of them, and those one token's forward uses (of an MoE layer's routed
+// experts, its top_k; the shared experts, the router and everything else always). Equal for a
+// dense model.
+struct ParamCounts {
+  double total = 0, active = 0;
+};
+ParamCounts ModelParamCounts(const ModelSpec& model);
 
 // The optimizer's update of `params` local parameters (Adam or LAMB: read grad, master, m, v;
 // write master, m, v and the bf16 weight).

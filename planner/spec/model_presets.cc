@@ -1,14 +1,20 @@
 #include "planner/spec/model_presets.h"
 
+#include <google/protobuf/text_format.h>
+
 namespace megascale {
 namespace {
 
 struct Preset {
   const char* name;
   int layers, hidden, heads, seq_len, vocab;
+  // Beside kv_heads = heads (plain multi-head attention) and ffn = 4 x hidden: the fields that
+  // differ, in the scenario's text format.
+  const char* rest = "";
 };
 
-// kv_heads = heads (plain multi-head attention) and ffn = 4 x hidden for every preset.
+// The MoE shapes are the models' published configurations (their config.json on Hugging Face);
+// seq_len is the length they are trained at in the published Megatron runs (4,096).
 constexpr Preset kPresets[] = {
     // MegaScale's 175B (NSDI'24 section 6): vocabulary 64000.
     {"gpt-175b", 96, 12288, 128, 2048, 64000},
@@ -19,6 +25,17 @@ constexpr Preset kPresets[] = {
     {"gpt-1.3b", 24, 2048, 16, 2048, 50257},
     // Small enough for unit tests and CPU runs.
     {"gpt-tiny", 4, 256, 8, 256, 1024},
+    // Mistral's Mixtral 8x7B and 8x22B: every layer MoE, 8 experts, top 2, SwiGLU, GQA.
+    {"mixtral-8x7b", 32, 4096, 32, 4096, 32000,
+     "kv_heads: 8 ffn_hidden: 14336 gated_mlp: true tied_embeddings: false dropout: false "
+     "moe { num_experts: 8 top_k: 2 }"},
+    {"mixtral-8x22b", 56, 6144, 48, 4096, 32768,
+     "kv_heads: 8 ffn_hidden: 16384 gated_mlp: true tied_embeddings: false dropout: false "
+     "moe { num_experts: 8 top_k: 2 }"},
+    // Qwen2-57B-A14B: 64 fine-grained experts, top 8, and one shared expert eight experts wide.
+    {"qwen2-57b-a14b", 28, 3584, 28, 4096, 151936,
+     "kv_heads: 4 ffn_hidden: 18944 gated_mlp: true tied_embeddings: false dropout: false "
+     "moe { num_experts: 64 top_k: 8 moe_ffn_hidden: 2560 shared_experts: 1 shared_ffn_hidden: 20480 }"},
 };
 
 }  // namespace
@@ -35,6 +52,9 @@ Result<ModelSpec> LookupModelPreset(const std::string& name) {
     m.set_ffn_hidden(4 * p.hidden);
     m.set_seq_len(p.seq_len);
     m.set_vocab(p.vocab);
+    if (!google::protobuf::TextFormat::MergeFromString(p.rest, &m)) {
+      return Status::Internal(std::string("model preset ") + p.name + ": its fields do not parse");
+    }
     return m;
   }
   std::string known;

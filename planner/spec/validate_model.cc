@@ -2,8 +2,43 @@
 #include "planner/spec/validate_util.h"
 
 #include "planner/spec/model_presets.h"
+#include "planner/spec/moe_layers.h"
 
 namespace megascale::validation {
+namespace {
+
+// model.moe's rules and defaults. REQUIRES: the rest of the model resolved.
+Status ResolveMoe(ModelSpec* m) {
+  MoeSpec* e = m->mutable_moe();
+  if (!e->has_num_experts()) return Status::InvalidInput("model.moe.num_experts is missing (routed experts per MoE layer)");
+  if (!e->has_top_k()) return Status::InvalidInput("model.moe.top_k is missing (routed experts per token)");
+  MS_CHECK_RANGE(e->num_experts(), 2, 4096, "model.moe.num_experts", "routed experts per MoE layer");
+  MS_CHECK_FIELD(e->top_k() >= 1 && e->top_k() <= e->num_experts(), "model.moe.top_k", e->top_k(),
+                 "must be between 1 and model.moe.num_experts (" + Num(e->num_experts()) + ")");
+  MS_CHECK_RANGE(e->moe_ffn_hidden(), 0, 1 << 22, "model.moe.moe_ffn_hidden", "0 = model.ffn_hidden");
+  MS_CHECK_RANGE(e->shared_experts(), 0, 64, "model.moe.shared_experts", "");
+  MS_CHECK_RANGE(e->shared_ffn_hidden(), 0, 1 << 22, "model.moe.shared_ffn_hidden", "0 = moe_ffn_hidden");
+  MS_CHECK_RANGE(e->first_dense_layers(), 0, m->layers() - 1, "model.moe.first_dense_layers",
+                 "dense layers before the first MoE layer; at least one layer must be MoE");
+  MS_CHECK_RANGE(e->moe_layer_freq(), 1, m->layers(), "model.moe.moe_layer_freq", "1 = every layer");
+  MS_CHECK_FIELD(e->capacity_factor() >= 0 && e->capacity_factor() <= 64, "model.moe.capacity_factor",
+                 e->capacity_factor(), "must be between 0 (dropless) and 64");
+  e->set_moe_ffn_hidden(RoutedFfn(*m));
+  e->set_shared_ffn_hidden(e->shared_experts() > 0 ? SharedFfn(*m) : 0);
+  e->set_first_dense_layers(e->first_dense_layers());
+  e->set_moe_layer_freq(e->moe_layer_freq());
+  e->set_router_balance(e->router_balance());
+  e->set_capacity_factor(e->capacity_factor());
+  // Described, counted (parameters, FLOPs) and checked, but not yet priced: a plan that ignored
+  // the experts would be wrong, so none is made.
+  return Status::InvalidInput("model.moe: an MoE model (" + Num(e->num_experts()) + " experts, top " +
+                              Num(e->top_k()) + ", " + Num(MoeLayerCount(*m)) + " MoE layers of " +
+                              Num(m->layers()) + ") passes the model's rules, but the cost model, the simulator and "
+                              "the executor do not model experts yet (docs/moe.md)");
+}
+
+}  // namespace
+
 Status ResolveModel(ModelSpec* m) {
   if (!m->preset().empty()) {
     auto preset = LookupModelPreset(m->preset());
@@ -48,6 +83,7 @@ Status ResolveModel(ModelSpec* m) {
   m->set_gated_mlp(m->gated_mlp());
   m->set_tied_embeddings(m->tied_embeddings());
   m->set_dropout(m->dropout());
+  if (m->has_moe()) return ResolveMoe(m);
   return Status::Ok();
 }
 

@@ -107,6 +107,16 @@ std::vector<BadCase> Cases() {
        {"sim.heartbeat_timeout_s = 1", "sim.heartbeat_interval_s (5)"}},
       {"sliding_window_too_large", Replace(v, "preset: \"gpt-tiny\"", "preset: \"gpt-tiny\" sliding_window: 100000"),
        {"model.sliding_window = 100000", "model.seq_len"}},
+      {"moe_top_k_above_experts", Replace(v, "preset: \"gpt-tiny\"", "preset: \"gpt-tiny\" moe { num_experts: 8 top_k: 9 }"),
+       {"model.moe.top_k = 9", "must be between 1 and model.moe.num_experts (8)"}},
+      {"moe_negative_capacity", Replace(v, "preset: \"gpt-tiny\"",
+                                        "preset: \"gpt-tiny\" moe { num_experts: 8 top_k: 2 capacity_factor: -1 }"),
+       {"model.moe.capacity_factor = -1", "must be between 0 (dropless) and 64"}},
+      {"moe_no_moe_layer", Replace(v, "preset: \"gpt-tiny\"",
+                                   "preset: \"gpt-tiny\" moe { num_experts: 8 top_k: 2 first_dense_layers: 4 }"),
+       {"model.moe.first_dense_layers = 4", "must be between 0 and 3"}},
+      {"moe_not_modelled_yet", Replace(v, "preset: \"gpt-tiny\"", "preset: \"mixtral-8x7b\""),
+       {"model.moe: an MoE model (8 experts, top 2, 32 MoE layers of 32)", "do not model experts yet"}},
   };
 }
 
