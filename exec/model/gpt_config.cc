@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "planner/spec/model_shape.h"
 #include "planner/spec/validate_run.h"
 
 namespace megascale {
@@ -16,7 +17,7 @@ Result<GptConfig> GptConfigFromModel(const ModelSpec& m) {
   c.channels = m.hidden();
   c.heads = m.heads();
   c.kv_heads = kv;
-  c.head_dim = m.hidden() / m.heads();
+  c.head_dim = HeadDim(m);
   c.ffn = m.ffn_hidden() == 0 ? 4 * m.hidden() : m.ffn_hidden();
   c.seq_len = m.seq_len();
   c.vocab = m.vocab();

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "planner/cost/op_costs.h"
+#include "planner/spec/model_shape.h"
 
 namespace megascale {
 double ChunkParamsPerGpu(const ModelSpec& model, int tp, int virtual_stage, int virtual_stages, int pp) {
@@ -35,7 +36,10 @@ double LayerActivationBytes(const ModelSpec& model, const LayoutSpec& layout, in
   const double sbh = static_cast<double>(micro_batch) * model.seq_len() * model.hidden();
   const double ffn_ratio = static_cast<double>(model.ffn_hidden() > 0 ? model.ffn_hidden() : 4 * model.hidden()) /
                            model.hidden();
-  const double kv_ratio = model.kv_heads() > 0 ? static_cast<double>(model.kv_heads()) / model.heads() : 1.0;
+  // K's and V's width, and Q's (and the projection input's), over hidden.
+  const double kv_heads = model.kv_heads() > 0 ? model.kv_heads() : model.heads();
+  const double kv_ratio = kv_heads * HeadDim(model) / model.hidden();
+  const double q_ratio = AttentionWidth(model) / model.hidden();
   // Every TP rank holds the whole sequence of these, unless SP shards it: the LayerNorms' inputs
   // (2 x 2 sbh), the QKV and first MLP GEMMs' inputs (2 x 2 sbh), two dropout masks (2 x sbh).
   // The parallel block has one LayerNorm, whose output both GEMMs read: 2 + 2 + 2. Without
@@ -43,9 +47,10 @@ double LayerActivationBytes(const ModelSpec& model, const LayoutSpec& layout, in
   const double masks = model.dropout() ? 2.0 : 0.0;
   const double replicated = ((model.parallel_block() ? 4.0 : 8.0) + masks) * sbh;
   // Split by TP: Q (2 sbh), K and V (2 x 2 sbh x kv/heads), the projection's input (2 sbh), the
-  // MLP's activation input and output (2 x 2 sbh x ffn/h; gated: gate, value and product, 3 x 2).
+  // MLP's activation input and output (2 x 2 sbh x ffn/h; gated: gate, value and product, 3 x 2);
+  // Q and the projection's input heads x head_dim wide where that is not hidden.
   const double split =
-      (2.0 + 4.0 * kv_ratio + 2.0 + (model.gated_mlp() ? 6.0 : 4.0) * ffn_ratio) * sbh / t;
+      (2.0 * q_ratio + 4.0 * kv_ratio + 2.0 * q_ratio + (model.gated_mlp() ? 6.0 : 4.0) * ffn_ratio) * sbh / t;
   const bool sp = layout.sequence_parallel() && layout.tp() > 1;
   double bytes = (sp ? replicated / t : replicated) + split;
   if (scores) {

@@ -2,23 +2,24 @@
 
 #include <algorithm>
 
+#include "planner/spec/model_shape.h"
 #include "planner/spec/moe_layers.h"
 
 namespace megascale {
 namespace {
 
 // Forward FLOPs of one token through one layer, Megatron-style: each GEMM 2 x m x n x k, attention
-// scores and the weighted sum 2 x s_eff x h each (full rows, not halved for causality).
+// scores and the weighted sum 2 x s_eff x heads x head_dim each (full rows, not halved for causality).
 double LayerForwardFlopsPerToken(const ModelSpec& m) {
   const double h = m.hidden();
   const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
-  const double head_dim = h / m.heads();
+  const double head_dim = HeadDim(m), attn = AttentionWidth(m);
   const double ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * h;
   const double s_eff =
       m.sliding_window() > 0 ? std::min<double>(m.sliding_window(), m.seq_len()) : m.seq_len();
-  const double qkv = 2.0 * h * (h + 2.0 * kv * head_dim);
-  const double attention = 2.0 * 2.0 * s_eff * h;
-  const double proj = 2.0 * h * h;
+  const double qkv = 2.0 * h * (attn + 2.0 * kv * head_dim);
+  const double attention = 2.0 * 2.0 * s_eff * attn;
+  const double proj = 2.0 * h * attn;
   const double mlp = 2.0 * (m.gated_mlp() ? 3.0 : 2.0) * h * ffn;
   return qkv + attention + proj + mlp;
 }
@@ -64,7 +65,7 @@ double HardwareFlopsPerStep(const ModelSpec& model, int64_t global_batch, Recomp
     const double s_eff = model.sliding_window() > 0
                              ? std::min<double>(model.sliding_window(), model.seq_len())
                              : model.seq_len();
-    recomputed = model.layers() * 4.0 * s_eff * model.hidden() * tokens;
+    recomputed = model.layers() * 4.0 * s_eff * AttentionWidth(model) * tokens;
   }
   return ModelFlopsPerStep(model, global_batch) + recomputed;
 }

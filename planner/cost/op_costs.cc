@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "planner/spec/model_shape.h"
 #include "planner/spec/moe_layers.h"
 #include "planner/spec/op_kinds.h"
 
@@ -14,7 +15,8 @@ namespace {
 struct Widths {
   double h, ffn;
   double up;        // the up GEMM's output width: ffn, or 2 x ffn (gate and value) when gated
-  double qkv_out;   // h + 2 x kv_heads x head_dim
+  double attn;      // heads x head_dim: Q's width, the projection's input (h unless head_dim says)
+  double qkv_out;   // attn + 2 x kv_heads x head_dim
   double kv_width;  // kv_heads x head_dim
 };
 
@@ -24,8 +26,9 @@ Widths WidthsOf(const ModelSpec& m) {
   w.ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * w.h;
   w.up = m.gated_mlp() ? 2.0 * w.ffn : w.ffn;
   const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
-  w.kv_width = kv * (w.h / m.heads());
-  w.qkv_out = w.h + 2.0 * w.kv_width;
+  w.attn = AttentionWidth(m);
+  w.kv_width = kv * HeadDim(m);
+  w.qkv_out = w.attn + 2.0 * w.kv_width;
   return w;
 }
 
@@ -68,7 +71,7 @@ struct KindWork {
 constexpr double kAct = kActivationBytes;
 const KindWork kWork[] = {
     {QKV_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.qkv_out / d.t, d.h}; }, nullptr, 2},
-    {ATTN_PROJ_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.h, d.h / d.t}; }, nullptr, 2},
+    {ATTN_PROJ_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.h, d.attn / d.t}; }, nullptr, 2},
     {FFN_UP_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.up / d.t, d.h}; }, nullptr, 2},
     {FFN_DOWN_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.h, d.ffn / d.t}; }, nullptr, 2},
     {LM_HEAD, [](const Dims& d) { return GemmDims{d.tokens, d.v / d.t, d.h}; }, nullptr, 2},
@@ -77,7 +80,7 @@ const KindWork kWork[] = {
     // two GEMMs the size of the forward one, as for the GEMM kinds.
     {ATTENTION, nullptr,
      [](const Dims& d) {
-       return OpCost{4.0 * d.tokens * d.s_eff * d.h / d.t, kAct * d.tokens * (2.0 * d.h + 2.0 * d.kv_width) / d.t};
+       return OpCost{4.0 * d.tokens * d.s_eff * d.attn / d.t, kAct * d.tokens * (2.0 * d.attn + 2.0 * d.kv_width) / d.t};
      },
      2},
     // Read x, write y; the backward reads x and dy, writes dx.
@@ -199,9 +202,9 @@ AttentionWork AttentionWorkOf(const OpShape& shape) {
   AttentionWork w;
   w.seq = m.seq_len();
   w.s_eff = d.s_eff;
-  w.head_dim = d.h / m.heads();
+  w.head_dim = HeadDim(m);
   w.batch_heads = static_cast<double>(shape.micro_batch) * m.heads() / d.t;
-  w.counted_flops = 4.0 * d.tokens * d.s_eff * d.h / d.t;
+  w.counted_flops = 4.0 * d.tokens * d.s_eff * d.attn / d.t;
   // Query i attends to min(i + 1, w) keys (causal, window w = s_eff): on average
   // w - w^2 / (2s) of the s_eff the count assumes. A fused kernel skips the masked blocks.
   w.executed_flops = w.counted_flops * (1.0 - d.s_eff / (2.0 * w.seq));
@@ -221,7 +224,7 @@ double PpActivationBytes(const OpShape& shape) {
 namespace {
 
 // Weights and biases of QKV and the projection; two LayerNorms (gain, bias).
-double AttentionParams(const Widths& w) { return w.h * w.qkv_out + w.qkv_out + w.h * w.h + w.h + 4.0 * w.h; }
+double AttentionParams(const Widths& w) { return w.h * w.qkv_out + w.qkv_out + w.attn * w.h + w.h + 4.0 * w.h; }
 
 // Weights and biases of an MLP of inner size ffn: up (gate and value when gated) and down.
 double MlpParams(const ModelSpec& m, double ffn) {

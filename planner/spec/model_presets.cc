@@ -36,6 +36,13 @@ constexpr Preset kPresets[] = {
     {"qwen2-57b-a14b", 28, 3584, 28, 4096, 151936,
      "kv_heads: 4 ffn_hidden: 18944 gated_mlp: true tied_embeddings: false dropout: false "
      "moe { num_experts: 64 top_k: 8 moe_ffn_hidden: 2560 shared_experts: 1 shared_ffn_hidden: 20480 }"},
+    // Qwen3's MoE models: 128 experts, top 8, 128-wide heads whatever the hidden size.
+    {"qwen3-30b-a3b", 48, 2048, 32, 4096, 151936,
+     "kv_heads: 4 head_dim: 128 ffn_hidden: 6144 gated_mlp: true tied_embeddings: false dropout: false "
+     "moe { num_experts: 128 top_k: 8 moe_ffn_hidden: 768 }"},
+    {"qwen3-235b-a22b", 94, 4096, 64, 4096, 151936,
+     "kv_heads: 4 head_dim: 128 ffn_hidden: 12288 gated_mlp: true tied_embeddings: false dropout: false "
+     "moe { num_experts: 128 top_k: 8 moe_ffn_hidden: 1536 }"},
 };
 
 }  // namespace

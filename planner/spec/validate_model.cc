@@ -65,8 +65,9 @@ Status ResolveModel(ModelSpec* m) {
   MS_CHECK_RANGE(m->layers(), 1, 1000, "model.layers", "");
   MS_CHECK_RANGE(m->hidden(), 1, 1 << 20, "model.hidden", "");
   MS_CHECK_RANGE(m->heads(), 1, 1 << 16, "model.heads", "");
-  MS_CHECK_FIELD(m->hidden() % m->heads() == 0, "model.hidden", m->hidden(),
-                 "must be a multiple of model.heads (" + Num(m->heads()) + ")");
+  MS_CHECK_RANGE(m->head_dim(), 0, 4096, "model.head_dim", "0 = hidden / heads");
+  MS_CHECK_FIELD(m->head_dim() > 0 || m->hidden() % m->heads() == 0, "model.hidden", m->hidden(),
+                 "must be a multiple of model.heads (" + Num(m->heads()) + "), or model.head_dim set");
   MS_CHECK_RANGE(m->seq_len(), 1, 1 << 24, "model.seq_len", "tokens");
   MS_CHECK_RANGE(m->vocab(), 1, 1 << 24, "model.vocab", "");
   MS_CHECK_RANGE(m->kv_heads(), 0, m->heads(), "model.kv_heads", "0 = heads");

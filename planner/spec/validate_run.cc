@@ -39,6 +39,10 @@ Status CheckRunnableModel(const ModelSpec& m) {
   // The executor's GPT is GPT-2's MLP (GeLU), without dropout (model.dropout is memory only).
   MS_CHECK_FIELD(!resolved.gated_mlp(), "model.gated_mlp", std::string("true"),
                  "the executor runs a GeLU MLP: gated MLPs are planned and simulated only");
+  MS_CHECK_FIELD(resolved.head_dim() == 0 || resolved.head_dim() * resolved.heads() == resolved.hidden(),
+                 "model.head_dim", resolved.head_dim(),
+                 "the executor's attention is hidden wide: 0 or model.hidden / model.heads (" +
+                     Num(resolved.hidden() / resolved.heads()) + ") to run; others are planned and simulated only");
   return Status::Ok();
 }
 

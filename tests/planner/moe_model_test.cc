@@ -21,7 +21,8 @@ ModelSpec Preset(const std::string& name) {
   return m.ok() ? *m : ModelSpec();
 }
 
-// The totals the models' authors publish (Mistral's announcements; Qwen2's model card), in
+// The totals the models' authors publish (Mistral's announcements; Qwen2's and Qwen3's model
+// cards), in
 // billions: all parameters and those a token uses. They are rounded to two or three digits, and
 // this model counts LayerNorm biases and linear biases that the real ones lack: within 2.5 %.
 TEST(MoeModel, PresetsHaveTheirPublishedParameterCounts) {
@@ -30,7 +31,8 @@ TEST(MoeModel, PresetsHaveTheirPublishedParameterCounts) {
     double total_b, active_b;
   };
   for (const Published& p : {Published{"mixtral-8x7b", 46.7, 12.9}, Published{"mixtral-8x22b", 141, 39},
-                             Published{"qwen2-57b-a14b", 57, 14}}) {
+                             Published{"qwen2-57b-a14b", 57, 14}, Published{"qwen3-30b-a3b", 30.5, 3.3},
+                             Published{"qwen3-235b-a22b", 235, 22}}) {
     const ParamCounts c = ModelParamCounts(Preset(p.preset));
     EXPECT_NEAR(c.total / 1e9, p.total_b, 0.025 * p.total_b) << p.preset;
     EXPECT_NEAR(c.active / 1e9, p.active_b, 0.025 * p.active_b) << p.preset;
@@ -128,6 +130,33 @@ TEST(MoeModel, EachRuleNamesItsFieldAndValue) {
   ASSERT_FALSE(valid.ok());
   EXPECT_EQ(valid.code(), Status::Code::kInvalidInput);
   EXPECT_NE(valid.message().find("do not model experts yet"), std::string::npos) << valid.message();
+}
+
+}  // namespace
+}  // namespace megascale
+
+namespace megascale {
+namespace {
+
+// model.head_dim: attention heads x head_dim wide, not hidden (Qwen3). Its FLOPs and parameters
+// follow, and a model whose head_dim is hidden / heads counts exactly as one without it.
+TEST(HeadDim, AttentionIsHeadsTimesHeadDimWide) {
+  ModelSpec m = Preset("gpt-1.3b");  // hidden 2048, 16 heads: 128 each
+  ModelSpec same = m;
+  same.set_head_dim(128);
+  EXPECT_EQ(ModelFlopsPerStep(same, 8), ModelFlopsPerStep(m, 8));
+  EXPECT_EQ(ModelParams(same), ModelParams(m));
+  ModelSpec wide = m;
+  wide.set_head_dim(256);  // attention twice hidden wide
+  const double h = m.hidden(), s = m.seq_len(), tokens = 8 * s;
+  // QKV's output, the projection's input and the attention core double: 2h(2h + 2h) + 4 s 2h +
+  // 2h 2h more than 2h(h + 2h) + 4 s h + 2h h per token and layer, three times for the backward.
+  const double per_token_layer = 2 * h * (2 * h + 2 * 2 * h) + 4 * s * 2 * h + 2 * h * 2 * h -
+                                 (2 * h * (h + 2 * h) + 4 * s * h + 2 * h * h);
+  EXPECT_NEAR(ModelFlopsPerStep(wide, 8) - ModelFlopsPerStep(m, 8), 3 * per_token_layer * m.layers() * tokens,
+              1e-9 * ModelFlopsPerStep(m, 8));
+  // Weights: QKV (h x 3 x 2h wide, biases) and the projection (2h x h): h x 3h + 3h + h x h more.
+  EXPECT_NEAR(ModelParams(wide) - ModelParams(m), m.layers() * (h * 3 * h + 3 * h + h * h), 1);
 }
 
 }  // namespace
