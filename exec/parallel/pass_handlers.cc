@@ -20,27 +20,64 @@ void Record(PassState& s, OpKind kind, F&& f) {
   s.ctx.recorder->Compute(kind, std::forward<F>(f));
 }
 
-std::string Named(const Op& op) {
-  return "op " + std::to_string(op.id()) + " (" + OpKind_Name(op.kind()) + " " + PhaseShortName(op.phase()) +
-         ", layer " + std::to_string(op.layer()) + ")";
-}
-
 // Refuses an op that reads what no op before it in its pass wrote (a hand-made plan's).
 Status Need(const PassState& s, const Op& op, uint32_t bits, const char* what) {
   if ((s.made & bits) == bits) return Status::Ok();
-  return Status::Internal(Named(op) + " reads " + what +
+  return Status::Internal(OpName(op) + " reads " + what +
                           ", which no op before it in its layer's pass wrote: the plan's ops are out of order");
 }
 
 // A reader GEMM's rows: a LayerNorm's (or a residual add's gradient), gathered or not.
 Status NeedRows(const PassState& s, const Op& op) {
   if (s.y != nullptr) return Status::Ok();
-  return Status::Internal(Named(op) + " reads its region's rows, which no LayerNorm or residual add before it named");
+  return Status::Internal(OpName(op) + " reads its region's rows, which no LayerNorm or residual add before it named");
 }
 
 // The index of this op among the layer's ops of its kind and direction so far: a serial block's
 // forward runs LayerNorm 1 then 2 and residual add 1 then 2; its backward the reverse.
 int Occurrence(int (&counts)[2], const Op& op) { return counts[Forward(op) ? 0 : 1]++; }
+
+// The three ways a column- or row-split linear layer meets a region's edge, as GemmWork.
+
+// After f forward: out (N,OC) = y W^T + b, by the rows of PassState::y (N,C).
+void LinearOfRegionRows(PassState& s, float* out, const float* w, const float* b, int OC, GemmWork* work) {
+  const int C = s.d.C;
+  work->read_rows = [&s, out, w, b, C, OC](int first, int rows) {
+    s.dev->LinearForward(out + Sz(first, OC), s.y + Sz(first, C), w, b, rows, C, OC);
+  };
+}
+
+// After g backward: a row-split layer's backward from the output gradient's rows PassState::y
+// (N,C): its input gradient dinp (N,IC) by rows, its weight gradient dw over all rows (in: its
+// input, (N,IC)).
+void LinearBackwardOfRegionRows(PassState& s, float* dinp, float* dw, const float* in, const float* w, int IC,
+                                GemmWork* work) {
+  const int C = s.d.C;
+  work->read_rows = [&s, dinp, in, w, IC, C](int first, int rows) {
+    s.dev->LinearBackward(dinp + Sz(first, IC), nullptr, nullptr, s.y + Sz(first, C), in + Sz(first, IC), w, rows,
+                          IC, C);
+  };
+  work->finish = [&s, dw, in, w, IC, C] { s.dev->LinearBackward(nullptr, dw, nullptr, s.y, in, w, s.d.N, IC, C); };
+}
+
+// Before f backward: a column-split layer's input gradient added into PassState::dy (N,C), by
+// rows, from its output gradient dout (N,OC) and its input in (N,C); its weight gradients dw, db
+// (db may be null) over all rows. The partial sums leave through f's backward into dln, a
+// LayerNorm's output gradient.
+void LinearBackwardIntoDy(PassState& s, const float* dout, const float* in, const float* w, float* dw, float* db,
+                          int OC, GemmWork* work) {
+  const int C = s.d.C;
+  s.whole = s.dy.data();
+  s.exit_to = s.dln.data();
+  s.exit_made = kLnGrad;
+  work->sum_rows = [&s, dout, in, w, C, OC](int first, int rows, float* out) {
+    if (out != s.dy.data() + Sz(first, C)) s.dev->Copy(out, s.dy.data() + Sz(first, C), Sz(rows, C));
+    s.dev->LinearBackward(out, nullptr, nullptr, dout + Sz(first, OC), in + Sz(first, C), w, rows, C, OC);
+  };
+  work->finish = [&s, dout, in, w, dw, db, C, OC] {
+    s.dev->LinearBackward(nullptr, dw, db, dout, in, w, s.d.N, C, OC);
+  };
+}
 
 // ---- the embedding and the head (layer -1) ----
 
@@ -108,26 +145,14 @@ Status LmHead(PassState& s, const Op& op, GemmWork* out_work) {
     MS_RETURN_IF_ERROR(NeedRows(s, op));
     work.makes = kLogits;
     s.logits = DeviceBuffer(s.dev, Sz(d.N, Vs));
-    work.read_rows = [&s, w, Vs, C](int first, int rows) {
-      s.dev->LinearForward(s.logits.data() + Sz(first, Vs), s.y + Sz(first, C), w, nullptr, rows, C, Vs);
-    };
+    LinearOfRegionRows(s, s.logits.data(), w, nullptr, Vs, &work);
     return Status::Ok();
   }
   MS_RETURN_IF_ERROR(Need(s, op, kDlogits, "the cross-entropy's gradient"));
   const float* in = d.split() ? s.acts.lnf_full.data() : s.acts.lnf.data();
   s.dy = DeviceBuffer(s.dev, Sz(d.N, C));
   s.dln = DeviceBuffer(s.dev, Sz(d.rows, C));
-  s.whole = s.dy.data();
-  s.exit_to = s.dln.data();
-  s.exit_made = kLnGrad;
-  work.sum_rows = [&s, w, in, Vs, C](int first, int rows, float* out) {
-    if (out != s.dy.data() + Sz(first, C)) s.dev->Copy(out, s.dy.data() + Sz(first, C), Sz(rows, C));
-    s.dev->LinearBackward(out, nullptr, nullptr, s.dlogits.data() + Sz(first, Vs), in + Sz(first, C), w, rows, C, Vs);
-  };
-  work.finish = [&s, w, in, Vs, C] {
-    s.dev->LinearBackward(nullptr, s.tensors.G(s.tensors.head_name()), nullptr, s.dlogits.data(), in, w, s.d.N, C,
-                          Vs);
-  };
+  LinearBackwardIntoDy(s, s.dlogits.data(), in, w, s.tensors.G(s.tensors.head_name()), nullptr, Vs, &work);
   return Status::Ok();
 }
 
@@ -225,27 +250,14 @@ Status QkvGemm(PassState& s, const Op& op, GemmWork* out_work) {
   if (Forward(op)) {
     MS_RETURN_IF_ERROR(NeedRows(s, op));
     work.makes = kQkv;
-    work.read_rows = [&s, a, C, Q](int first, int rows) {
-      s.dev->LinearForward(a->qkv.data() + Sz(first, Q), s.y + Sz(first, C), s.p.qkv_w, s.p.qkv_b, rows, C, Q);
-    };
+    LinearOfRegionRows(s, a->qkv.data(), s.p.qkv_w, s.p.qkv_b, Q, &work);
     return Status::Ok();
   }
   // Its input gradient adds to the MLP's in the parallel block (both read LayerNorm 1); the serial
   // block's dy held LayerNorm 2's.
   MS_RETURN_IF_ERROR(Need(s, op, kDqkv, "attention's input gradient"));
   if (!d.parallel_block) s.dev->Zero(s.dy.data(), Sz(d.N, C));
-  const float* in = Ln1Rows(s);
-  s.whole = s.dy.data();
-  s.exit_to = s.dln.data();
-  s.exit_made = kLnGrad;
-  work.sum_rows = [&s, in, C, Q](int first, int rows, float* out) {
-    if (out != s.dy.data() + Sz(first, C)) s.dev->Copy(out, s.dy.data() + Sz(first, C), Sz(rows, C));
-    s.dev->LinearBackward(out, nullptr, nullptr, s.dqkv.data() + Sz(first, Q), in + Sz(first, C), s.p.qkv_w, rows, C,
-                          Q);
-  };
-  work.finish = [&s, in, C, Q] {
-    s.dev->LinearBackward(nullptr, s.g.qkv_w, s.g.qkv_b, s.dqkv.data(), in, s.p.qkv_w, s.d.N, C, Q);
-  };
+  LinearBackwardIntoDy(s, s.dqkv.data(), Ln1Rows(s), s.p.qkv_w, s.g.qkv_w, s.g.qkv_b, Q, &work);
   return Status::Ok();
 }
 
@@ -273,7 +285,7 @@ Status Attention(PassState& s, const Op& op) {
   MS_RETURN_IF_ERROR(Need(s, op, kDatty, "the attention projection's input gradient"));
   const float* att = s.att_again.size() > 0 ? s.att_again.data() : a->att.data();
   if (att == nullptr) {
-    return Status::Internal(Named(op) + " needs the attention probabilities, which selective recompute freed and no "
+    return Status::Internal(OpName(op) + " needs the attention probabilities, which selective recompute freed and no "
                             "ATTENTION op of phase RECOMPUTE before it recomputed");
   }
   Record(s, ATTENTION, [&] { s.dev->AttentionBackward(s.dqkv.data(), s.datty.data(), a->qkv.data(), att, shape); });
@@ -316,13 +328,7 @@ Status AttnProjGemm(PassState& s, const Op& op, GemmWork* out_work) {
     };
     return Status::Ok();
   }
-  work.read_rows = [&s, a, C, A](int first, int rows) {
-    s.dev->LinearBackward(s.datty.data() + Sz(first, A), nullptr, nullptr, s.y + Sz(first, C),
-                          a->atty.data() + Sz(first, A), s.p.attproj_w, rows, A, C);
-  };
-  work.finish = [&s, a, C, A] {
-    s.dev->LinearBackward(nullptr, s.g.attproj_w, nullptr, s.y, a->atty.data(), s.p.attproj_w, s.d.N, A, C);
-  };
+  LinearBackwardOfRegionRows(s, s.datty.data(), s.g.attproj_w, a->atty.data(), s.p.attproj_w, A, &work);
   return Status::Ok();
 }
 
@@ -394,9 +400,7 @@ Status FfnUpGemm(PassState& s, const Op& op, GemmWork* out_work) {
   if (Forward(op)) {
     MS_RETURN_IF_ERROR(NeedRows(s, op));
     work.makes = kFch;
-    work.read_rows = [&s, a, C, F](int first, int rows) {
-      s.dev->LinearForward(a->fch.data() + Sz(first, F), s.y + Sz(first, C), s.p.fc_w, s.p.fc_b, rows, C, F);
-    };
+    LinearOfRegionRows(s, a->fch.data(), s.p.fc_w, s.p.fc_b, F, &work);
     return Status::Ok();
   }
   MS_RETURN_IF_ERROR(Need(s, op, kDfch, "GeLU's input gradient"));
@@ -408,18 +412,7 @@ Status FfnUpGemm(PassState& s, const Op& op, GemmWork* out_work) {
     };
     return Status::Ok();
   }
-  const float* in = Ln2Rows(s);
-  s.whole = s.dy.data();
-  s.exit_to = s.dln.data();
-  s.exit_made = kLnGrad;
-  work.sum_rows = [&s, in, C, F](int first, int rows, float* out) {
-    if (out != s.dy.data() + Sz(first, C)) s.dev->Copy(out, s.dy.data() + Sz(first, C), Sz(rows, C));
-    s.dev->LinearBackward(out, nullptr, nullptr, s.dfch.data() + Sz(first, F), in + Sz(first, C), s.p.fc_w, rows, C,
-                          F);
-  };
-  work.finish = [&s, in, C, F] {
-    s.dev->LinearBackward(nullptr, s.g.fc_w, s.g.fc_b, s.dfch.data(), in, s.p.fc_w, s.d.N, C, F);
-  };
+  LinearBackwardIntoDy(s, s.dfch.data(), Ln2Rows(s), s.p.fc_w, s.g.fc_w, s.g.fc_b, F, &work);
   return Status::Ok();
 }
 
@@ -448,13 +441,7 @@ Status FfnDownGemm(PassState& s, const Op& op, GemmWork* out_work) {
   if (!Forward(op)) {
     MS_RETURN_IF_ERROR(NeedRows(s, op));
     work.makes = kDgelu;
-    work.read_rows = [&s, a, C, F](int first, int rows) {
-      s.dev->LinearBackward(s.dgelu.data() + Sz(first, F), nullptr, nullptr, s.y + Sz(first, C),
-                            a->fch_gelu.data() + Sz(first, F), s.p.fcproj_w, rows, F, C);
-    };
-    work.finish = [&s, a, C, F] {
-      s.dev->LinearBackward(nullptr, s.g.fcproj_w, nullptr, s.y, a->fch_gelu.data(), s.p.fcproj_w, s.d.N, F, C);
-    };
+    LinearBackwardOfRegionRows(s, s.dgelu.data(), s.g.fcproj_w, a->fch_gelu.data(), s.p.fcproj_w, F, &work);
     return Status::Ok();
   }
   MS_RETURN_IF_ERROR(Need(s, op, d.parallel_block ? kFchGelu | kAttnPartial : kFchGelu, "GeLU's output"));
@@ -515,6 +502,11 @@ PassHandler Gemm(OpKind kind, Status (*gemm)(PassState&, const Op&, GemmWork*)) 
 
 }  // namespace
 
+std::string OpName(const Op& op) {
+  return "op " + std::to_string(op.id()) + " (" + OpKind_Name(op.kind()) + " " + PhaseShortName(op.phase()) +
+         ", layer " + std::to_string(op.layer()) + ")";
+}
+
 Status ExitWithoutCollective(PassState& s) {
   if (s.ctx.tp->size() > 1) return Status::Ok();  // the plan's TP reduction follows
   MS_RETURN_IF_ERROR(s.regions.Sum(s.whole, s.exit_to));
@@ -529,7 +521,7 @@ void Summed(PassState& s) {
 }
 
 const PassHandler* PassHandlerOf(OpKind kind) {
-  static const std::array<PassHandler, 14> handlers = {
+  static const PassHandler handlers[] = {
       Run(EMBEDDING, Embedding),
       Run(LAYERNORM, LayerNorm),
       Gemm(QKV_GEMM, QkvGemm),
@@ -545,10 +537,13 @@ const PassHandler* PassHandlerOf(OpKind kind) {
       Run(TP_REDUCE_SCATTER, TpSum),
       Run(TP_ALL_REDUCE, TpSum),
   };
-  for (const PassHandler& h : handlers) {
-    if (h.kind == kind) return &h;
-  }
-  return nullptr;
+  // Looked up once per op a pass runs: by kind, not by a search.
+  static const std::array<const PassHandler*, OpKind_ARRAYSIZE> by_kind = [] {
+    std::array<const PassHandler*, OpKind_ARRAYSIZE> a{};
+    for (const PassHandler& h : handlers) a[h.kind] = &h;
+    return a;
+  }();
+  return kind >= 0 && kind < OpKind_ARRAYSIZE ? by_kind[kind] : nullptr;
 }
 
 }  // namespace exec

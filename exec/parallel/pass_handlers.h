@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "base/status.h"
 #include "exec/parallel/pass_state.h"
@@ -47,6 +48,9 @@ struct PassHandler {
 
 // The handler of `kind`; nullptr where the model runs no op of the kind.
 const PassHandler* PassHandlerOf(OpKind kind);
+
+// "op 13 (GELU fwd, layer 0)": how the pass's errors name an op.
+std::string OpName(const Op& op);
 
 // Where the plan has no collective after a GEMM or embedding that produced partial sums (tp 1):
 // their sum is the partial sums, copied to where it goes.

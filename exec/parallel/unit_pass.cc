@@ -14,11 +14,6 @@ namespace {
 
 size_t Sz(int a, int b) { return static_cast<size_t>(a) * b; }
 
-std::string Named(const Op& op) {
-  return "op " + std::to_string(op.id()) + " (" + OpKind_Name(op.kind()) + " " + PhaseShortName(op.phase()) +
-         ", layer " + std::to_string(op.layer()) + ")";
-}
-
 // Whether the plan runs b beside a (ProgramWriter::ChainSideBySide): a TP collective and a GEMM of
 // one layer where b waits for what a waits for, not for a.
 bool Beside(const Op& a, const Op& b) {
@@ -55,7 +50,7 @@ class Pass {
 
   Status RunOne(const Op& op) {
     const PassHandler* h = HandlerOf(op);
-    if (h == nullptr) return Status::Internal("no handler runs " + Named(op) + " in a unit's pass");
+    if (h == nullptr) return Status::Internal("no handler runs " + OpName(op) + " in a unit's pass");
     if (h->run != nullptr) return h->run(s_, op);
     GemmWork w;
     MS_RETURN_IF_ERROR(h->gemm(s_, op, &w));
@@ -104,7 +99,7 @@ class Pass {
         return Status::Ok();
       }
     }
-    return Status::Internal("the plan runs " + Named(b) + " beside " + Named(a) +
+    return Status::Internal("the plan runs " + OpName(b) + " beside " + OpName(a) +
                             ", a pair the executor cannot run side by side");
   }
 
@@ -118,7 +113,7 @@ class Pass {
     s_.full = s_.whole = s_.exit_to = nullptr;
     s_.exit_made = 0;
     // A backward reads what its forward saved, unless full recompute runs the forward again.
-    s_.made = s_.backward && L >= 0 && d.recompute != RECOMPUTE_FULL ? kSavedForward : 0;
+    s_.made = s_.backward && L >= 0 && d.recompute != RECOMPUTE_FULL ? uint32_t{kSavedForward} : 0u;
     for (DeviceBuffer* b : {&s_.partial, &s_.branch, &s_.fcproj, &s_.logits, &s_.gathered, &s_.dgelu, &s_.dfch,
                             &s_.datty, &s_.dqkv, &s_.dy, &s_.dln, &s_.dres2, &s_.dlogits}) {
       *b = DeviceBuffer();
@@ -136,7 +131,7 @@ class Pass {
     const int k = L - place_.first_layer;
     const int expected = s_.backward ? place_.layers - 1 - layers_done_ : layers_done_;
     if (k != expected) {
-      return Status::Internal(Named(op) + " of chunk " + std::to_string(place_.chunk) + " runs where its " +
+      return Status::Internal(OpName(op) + " of chunk " + std::to_string(place_.chunk) + " runs where its " +
                               (s_.backward ? "backward" : "forward") + " expects layer " +
                               std::to_string(place_.first_layer + expected) + " (the chunk holds layers " +
                               std::to_string(place_.first_layer) + ".." +
