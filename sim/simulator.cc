@@ -133,6 +133,11 @@ SimStats CollectStats(const Plan& plan, const SimWorld& world, int64_t* end_ns_o
 
 Result<SimStats> Simulate(const Scenario& resolved, const Plan& plan, TraceSink* sink) {
   if (sink == nullptr) return Status::Internal("Simulate: sink is null");
+  if (plan.model().has_moe()) {
+    return Status::BadField("model.moe", std::to_string(plan.model().moe().num_experts()) + " experts",
+                            "the simulator does not carry MoE all-to-alls yet; `megascale plan` prices an MoE "
+                            "model (docs/moe.md)");
+  }
   if (engine_used) {
     return Status::Internal(
         "Simulate() runs once per process: SimGrid's engine cannot be created twice (docs/simulator.md)");

@@ -198,7 +198,7 @@ class OpRecorder {
   int64_t origin_ns_;
   const StageProgram* program_;
   uint32_t unplanned_base_ = 0;     // the program's size
-  uint32_t group_base_[5] = {0, 0, 0, 0, 0};  // by Group: the program's ops in it
+  uint32_t group_base_[Group_ARRAYSIZE] = {};  // by Group: the program's ops in it
   OpGate* gate_ = nullptr;
   RankProgress* progress_ = nullptr;
   OpUnit unit_;  // the compute thread's context

@@ -221,6 +221,17 @@ double CostModel::DpCollectiveTime(OpKind kind, int n, double bytes, const LinkF
   return DpCollectiveChoice(kind, n, bytes, link, nodes).time_s;
 }
 
+double CostModel::EpAllToAllTime(const EpPlacement& place, double bytes) const {
+  if (place.members <= 1 || bytes <= 0) return 0;
+  const double share = bytes / place.members;
+  const double on_node = share * (place.members_on_node - 1);
+  const double off_node = share * (place.members - place.members_on_node);
+  const double nvlink = on_node / (nvlink_bytes_per_s_ * constants_.nvlink_efficiency);
+  if (off_node <= 0) return nvlink_latency_s_ + nvlink;
+  const LinkFigures net = Effective(place.network);
+  return net.latency_s + std::max(nvlink, off_node / net.bandwidth_bytes_per_s);
+}
+
 double CostModel::PpTime(double bytes, const LinkFigures& link) const {
   return P2pTime(bytes, Effective(link));
 }

@@ -21,6 +21,7 @@
 
 #include "planner/cost/calibration.h"
 #include "planner/cost/collective_cost.h"
+#include "planner/cost/moe_cost.h"
 #include "planner/cost/op_costs.h"
 #include "planner/model.pb.h"
 #include "planner/plan.pb.h"
@@ -101,6 +102,11 @@ class CostModel {
   // The algorithm (RING or TREE) and protocol DpCollectiveTime prices, and its time.
   DpChoice DpCollectiveChoice(OpKind kind, int n, double bytes, const LinkFigures& link,
                               const DpNodes& nodes = {}) const;
+  // An MoE all-to-all (EP_DISPATCH, EP_COMBINE) in which each member sends `bytes` spread evenly
+  // over the group, its own share staying put: the share for members on its node over NVLink and
+  // the rest over its NIC, side by side, at the NCCL efficiencies (nvlink_efficiency,
+  // network_efficiency), plus one step's latency of the slower path.
+  double EpAllToAllTime(const EpPlacement& place, double bytes) const;
   // A PP send/recv at the calibrated network efficiency.
   double PpTime(double bytes, const LinkFigures& link) const;
   // The link as NCCL sees it: bandwidth scaled by the network efficiency.

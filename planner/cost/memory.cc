@@ -5,11 +5,16 @@
 
 #include "planner/cost/op_costs.h"
 #include "planner/spec/model_shape.h"
+#include "planner/spec/moe_layers.h"
 
 namespace megascale {
 double ChunkParamsPerGpu(const ModelSpec& model, int tp, int virtual_stage, int virtual_stages, int pp) {
   const int layers_per_chunk = model.layers() / virtual_stages;
   double params = layers_per_chunk * LayerParams(model);
+  if (model.has_moe()) {
+    params = 0;
+    for (int l = 0; l < layers_per_chunk; ++l) params += LayerParamsOf(model, virtual_stage * layers_per_chunk + l).dense;
+  }
   const bool first = virtual_stage == 0, last = virtual_stage == virtual_stages - 1;
   const bool same_gpu = pp == 1;  // virtual stage g runs on stage g % pp: the ends meet when pp is 1
   if (first) params += WordEmbeddingParams(model);
@@ -21,6 +26,16 @@ double ChunkParamsPerGpu(const ModelSpec& model, int tp, int virtual_stage, int 
   }
   return params / tp;
 }
+
+double ChunkExpertParamsPerGpu(const ModelSpec& model, int ep_x_etp, int virtual_stage, int virtual_stages) {
+  if (!model.has_moe()) return 0;
+  const int layers_per_chunk = model.layers() / virtual_stages;
+  double params = 0;
+  for (int l = 0; l < layers_per_chunk; ++l) params += LayerParamsOf(model, virtual_stage * layers_per_chunk + l).expert;
+  return params / ep_x_etp;
+}
+
+int ExpertDataParallel(int tp, int dp, int ep_x_etp) { return std::max(1, tp * dp / std::max(1, ep_x_etp)); }
 
 int MaxInFlightUnits(const std::vector<ScheduleUnit>& units) {
   int live = 0, most = 0;
@@ -65,13 +80,36 @@ double LayerActivationBytes(const ModelSpec& model, const LayoutSpec& layout, in
   return bytes;
 }
 
+namespace {
+
+// What an MoE layer keeps for its backward beyond a dense layer (which LayerActivationBytes
+// counts): the routed experts' inputs, up outputs and activations at the busiest rank's load, the
+// permuted copies each way, less the dense MLP's activations, plus the shared experts'.
+double MoeExtraActivationBytes(const ModelSpec& model, const LayoutSpec& layout, int micro_batch) {
+  OpShape shape = OpShapeOf(model, layout, micro_batch);
+  const double t = layout.tp();
+  const double tokens = static_cast<double>(micro_batch) * model.seq_len();
+  const double h = model.hidden();
+  const double gate = model.gated_mlp() ? 3.0 : 2.0;  // up's output(s) and the activation's
+  const double dense_ffn = model.ffn_hidden() > 0 ? model.ffn_hidden() : 4.0 * h;
+  const double shared_ffn = static_cast<double>(model.moe().shared_experts()) * (model.moe().shared_experts() > 0 ? SharedFfn(model) : 0);
+  const double rows = tokens / t * model.moe().top_k() * layout.etp() * shape.moe_load;
+  const double routed = rows * (h + gate * RoutedFfn(model) / layout.etp()) + 2.0 * tokens / t * model.moe().top_k() * h;
+  return kActivationBytes * (routed + gate * tokens * (shared_ffn - dense_ffn) / t);
+}
+
+}  // namespace
+
 MemoryEstimate StageMemory(const ModelSpec& model, const LayoutSpec& layout, int micro_batch,
                            int stage, int max_in_flight_units) {
   const int tp = layout.tp(), pp = layout.pp(), dp = layout.dp();
   const int vp = std::max(1, layout.virtual_stages());
   const int v_total = pp * vp;
-  double params = 0;
-  for (int c = 0; c < vp; ++c) params += ChunkParamsPerGpu(model, tp, c * pp + stage, v_total, pp);
+  double params = 0, expert = 0;
+  for (int c = 0; c < vp; ++c) {
+    params += ChunkParamsPerGpu(model, tp, c * pp + stage, v_total, pp);
+    expert += ChunkExpertParamsPerGpu(model, layout.ep() * layout.etp(), c * pp + stage, v_total);
+  }
 
   MemoryEstimate m;
   m.weights_bytes = kActivationBytes * params;
@@ -87,6 +125,15 @@ MemoryEstimate StageMemory(const ModelSpec& model, const LayoutSpec& layout, int
   m.grads_bytes = (layout.fp32_grads() ? 4.0 : kActivationBytes) * params / (layout.zero_stage() >= 2 ? dp : 1);
   if (!layout.fp32_grads()) m.grads_bytes += 4.0 * params / (layout.zero_stage() >= 1 ? dp : 1);
   m.optimizer_bytes = 12.0 * params / (layout.zero_stage() >= 1 ? dp : 1);
+  if (expert > 0) {
+    // The routed experts: their own weights and gradients, the optimizer's states sharded over
+    // expert-DP (Megatron-Core's distributed optimizer), not DP.
+    const int edp = ExpertDataParallel(tp, dp, layout.ep() * layout.etp());
+    const double grad_bytes = layout.fp32_grads() ? 4.0 : kActivationBytes + 4.0;
+    m.weights_bytes += kActivationBytes * expert;
+    m.grads_bytes += grad_bytes * expert / (layout.zero_stage() >= 2 ? edp : 1);
+    m.optimizer_bytes += 12.0 * expert / (layout.zero_stage() >= 1 ? edp : 1);
+  }
 
   const bool sp = layout.sequence_parallel() && tp > 1;
   const bool unfused = !layout.kernels().flash_attention();
@@ -111,6 +158,14 @@ MemoryEstimate StageMemory(const ModelSpec& model, const LayoutSpec& layout, int
   }
   const int layers_per_chunk = model.layers() / v_total;
   m.activation_bytes = per_layer * layers_per_chunk * max_in_flight_units;
+  if (model.has_moe() && layout.recompute() != RECOMPUTE_FULL) {
+    // This stage's MoE layers, a chunk's worth per in-flight unit on average over its chunks.
+    double moe_layers = 0;
+    for (int c = 0; c < vp; ++c) {
+      for (int l = 0; l < layers_per_chunk; ++l) moe_layers += IsMoeLayer(model, (c * pp + stage) * layers_per_chunk + l);
+    }
+    m.activation_bytes += MoeExtraActivationBytes(model, layout, micro_batch) * moe_layers / vp * max_in_flight_units;
+  }
   if (stage == pp - 1) {
     // The head's logits live from its forward to its backward, before any layer's recompute:
     // the larger of the two working sets.

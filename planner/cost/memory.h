@@ -48,7 +48,15 @@ struct MemoryEstimate {
 // Parameters one GPU holds for virtual stage g of V = pp x vp: its layers' TP shard, plus the
 // word embedding on the first (g = 0), the final LayerNorm and the LM head on the last (g = V - 1):
 // a tied head is a copy of the embedding there unless both are on one GPU (pp = 1).
+// Of an MoE model, the layers' TP-split parameters only (attention, router, dense MLPs, shared
+// experts): the routed experts are ChunkExpertParamsPerGpu's.
 double ChunkParamsPerGpu(const ModelSpec& model, int tp, int virtual_stage, int virtual_stages, int pp);
+// The routed experts' parameters one GPU holds for virtual stage g: its MoE layers' experts over
+// ep x etp (0 for a dense model).
+double ChunkExpertParamsPerGpu(const ModelSpec& model, int ep_x_etp, int virtual_stage, int virtual_stages);
+// Expert-DP, the ranks that hold copies of one expert shard (Megatron-Core's parallel folding):
+// tp x dp / (ep x etp), at least 1.
+int ExpertDataParallel(int tp, int dp, int ep_x_etp);
 
 // The most (chunk, micro-batch) forwards a schedule has run whose backward has not yet run.
 int MaxInFlightUnits(const std::vector<ScheduleUnit>& units);

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "planner/cost/moe_cost.h"
 #include "planner/spec/model_shape.h"
 #include "planner/spec/moe_layers.h"
 #include "planner/spec/op_kinds.h"
@@ -37,6 +38,10 @@ struct Dims : Widths {
   double v, s_eff;
   double t;         // TP size
   double sp_tokens; // tokens an element-wise op over [tokens, h] touches per GPU
+  // MoE layers: routed experts, per token, held per rank; one expert's FFN inner size and its up
+  // GEMM's width; the routed rows the busiest rank's experts compute (its tokens' top_k copies,
+  // gathered over ETP, at the busiest rank's load); the ETP size.
+  double experts = 0, top_k = 0, local_experts = 1, e_ffn = 0, e_up = 0, e_rows = 0, etp = 1;
 };
 
 Dims DimsOf(const OpShape& shape) {
@@ -50,12 +55,25 @@ Dims DimsOf(const OpShape& shape) {
   // With SP, LayerNorm and the residual path are sharded along the sequence; without it every TP
   // rank repeats them on the full sequence.
   d.sp_tokens = shape.sequence_parallel ? d.tokens / d.t : d.tokens;
+  if (shape.moe_layer) {
+    const MoeSpec& e = m.moe();
+    // The FFN ops of an MoE layer are its shared experts' (one MLP as wide as all of them).
+    d.ffn = static_cast<double>(e.shared_experts()) * SharedFfn(m);
+    d.up = m.gated_mlp() ? 2.0 * d.ffn : d.ffn;
+    d.experts = e.num_experts();
+    d.top_k = e.top_k();
+    d.local_experts = d.experts / shape.ep;
+    d.e_ffn = RoutedFfn(m);
+    d.e_up = m.gated_mlp() ? 2.0 * d.e_ffn : d.e_ffn;
+    d.etp = shape.etp;
+    d.e_rows = d.sp_tokens * d.top_k * d.etp * shape.moe_load;
+  }
   return d;
 }
 
 // [m x k] x [k x n]: 2mnk FLOPs; reads both operands, writes the result.
 OpCost Gemm(const GemmDims& g) {
-  return {2.0 * g.m * g.n * g.k, kActivationBytes * (g.m * g.k + g.k * g.n + g.m * g.n)};
+  return {2.0 * g.m * g.n * g.k * g.batch, kActivationBytes * (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch};
 }
 
 // The work of one compute kind, its cost in the op-kind table's sense (planner/spec/op_kinds.h): a
@@ -89,6 +107,21 @@ const KindWork kWork[] = {
     {RESIDUAL_ADD, nullptr, [](const Dims& d) { return OpCost{0, 3.0 * kAct * d.sp_tokens * d.h}; }, 1},
     // GeLU reads x and writes y; a gated MLP's SiLU-and-multiply reads gate and value, writes one.
     {GELU, nullptr, [](const Dims& d) { return OpCost{0, kAct * d.tokens * (d.up + d.ffn) / d.t}; }, 1.5},
+    // MoE. The router's scores over the experts, on the rank's sequence shard.
+    {MOE_ROUTER, [](const Dims& d) { return GemmDims{d.sp_tokens, d.experts, d.h}; }, nullptr, 2},
+    // Copy each token to its top_k slots in expert order (read once, write top_k times), and back
+    // after the combine, weighted by the router's probabilities; the backward moves the gradients.
+    {MOE_PERMUTE, nullptr, [](const Dims& d) { return OpCost{0, kAct * d.sp_tokens * d.h * (1 + d.top_k)}; }, 1},
+    {MOE_UNPERMUTE, nullptr, [](const Dims& d) { return OpCost{0, kAct * d.sp_tokens * d.h * (1 + d.top_k)}; }, 1},
+    // The rank's experts as one grouped GEMM: local_experts products of the rows each receives,
+    // split by ETP along the expert's FFN.
+    {EXPERT_UP_GEMM,
+     [](const Dims& d) { return GemmDims{d.e_rows / d.local_experts, d.e_up / d.etp, d.h, d.local_experts}; }, nullptr,
+     2},
+    {EXPERT_ACT, nullptr, [](const Dims& d) { return OpCost{0, kAct * d.e_rows * (d.e_up + d.e_ffn) / d.etp}; }, 1.5},
+    {EXPERT_DOWN_GEMM,
+     [](const Dims& d) { return GemmDims{d.e_rows / d.local_experts, d.h, d.e_ffn / d.etp, d.local_experts}; },
+     nullptr, 2},
     // Gather rows, write.
     {EMBEDDING, nullptr, [](const Dims& d) { return OpCost{0, 2.0 * kAct * d.tokens * d.h}; }, 1},
     // Read bf16 logits, write fp32 softmax (kept for the backward).
@@ -125,13 +158,18 @@ OpShape OpShapeOf(const ModelSpec& model, const LayoutSpec& layout, int micro_ba
   s.launch_s = 1e-6 * layout.kernels().launch_us();
   s.micro_batch_host_s = 1e-6 * layout.kernels().micro_batch_host_us();
   s.softmax_batch_multiple = layout.kernels().softmax_batch_multiple();
+  if (model.has_moe()) {
+    s.ep = layout.ep();
+    s.etp = layout.etp();
+    s.moe_load = BusiestRankLoad(model.moe(), s.ep);
+  }
   return s;
 }
 
 double OpKernels(OpKind kind, Phase phase, const OpShape& shape) {
   const bool backward = phase == BACKWARD;
   const OpKindRow& row = OpKindOf(kind);
-  if (row.cls == OpClass::kTp) return 1;
+  if (row.cls == OpClass::kTp || row.cls == OpClass::kEp) return 1;
   switch (row.cost) {
     case CostClass::kAttention:
       if (shape.flash_attention) return backward ? 2 : 1;
@@ -169,7 +207,7 @@ std::vector<GemmDims> OpGemms(OpKind kind, Phase phase, const OpShape& shape) {
   const GemmDims f = w->gemm(DimsOf(shape));
   if (phase != BACKWARD) return {f};
   // dX = dY W^T: [m x n] x [n x k]; dW = X^T dY: [k x m] x [m x n].
-  return {{f.m, f.k, f.n}, {f.k, f.n, f.m}};
+  return {{f.m, f.k, f.n, f.batch}, {f.k, f.n, f.m, f.batch}};
 }
 
 bool FusedSoftmaxApplies(const OpShape& shape) {
@@ -217,6 +255,11 @@ double TpActivationBytes(const OpShape& shape) {
          shape.model.hidden();
 }
 
+double EpDispatchBytes(const OpShape& shape) {
+  const Dims d = DimsOf(shape);
+  return kActivationBytes * d.h * d.sp_tokens * d.top_k * shape.moe_load;
+}
+
 double PpActivationBytes(const OpShape& shape) {
   return TpActivationBytes(shape) / shape.tp;
 }
@@ -239,6 +282,14 @@ double LayerParams(const ModelSpec& m) {
   return AttentionParams(w) + MlpParams(m, w.ffn);
 }
 
+LayerParamSplit LayerParamsOf(const ModelSpec& m, int layer) {
+  if (!IsMoeLayer(m, layer)) return {LayerParams(m), 0};
+  const MoeSpec& e = m.moe();
+  const double router = static_cast<double>(m.hidden()) * e.num_experts();
+  const double shared = e.shared_experts() * MlpParams(m, SharedFfn(m));
+  return {AttentionParams(WidthsOf(m)) + router + shared, e.num_experts() * MlpParams(m, RoutedFfn(m))};
+}
+
 double LargestWeightParams(const ModelSpec& m) {
   const Widths w = WidthsOf(m);
   return w.h * std::max(w.qkv_out, w.up);
@@ -259,12 +310,14 @@ ParamCounts ModelParamCounts(const ModelSpec& m) {
   const double dense = (m.layers() - moe_layers) * LayerParams(m) + EmbeddingParams(m) +
                        (m.tied_embeddings() ? 0 : WordEmbeddingParams(m));
   if (moe_layers == 0) return {dense, dense};
+  // An MoE layer: attention, the router (hidden x experts), the shared experts, and the routed
+  // experts, of which a token uses top_k.
   const MoeSpec& e = m.moe();
-  // An MoE layer: attention, the router (hidden x experts), the routed experts, the shared ones.
-  const double shared = e.shared_experts() * MlpParams(m, SharedFfn(m));
-  const double around = AttentionParams(WidthsOf(m)) + static_cast<double>(m.hidden()) * e.num_experts() + shared;
-  const double expert = MlpParams(m, RoutedFfn(m));
-  return {dense + moe_layers * (around + e.num_experts() * expert), dense + moe_layers * (around + e.top_k() * expert)};
+  int first_moe = 0;
+  while (!IsMoeLayer(m, first_moe)) ++first_moe;
+  const LayerParamSplit layer = LayerParamsOf(m, first_moe);
+  const double active_experts = layer.expert * e.top_k() / e.num_experts();
+  return {dense + moe_layers * (layer.dense + layer.expert), dense + moe_layers * (layer.dense + active_experts)};
 }
 
 OpCost OptimizerCost(double params) {

@@ -42,6 +42,13 @@ struct OpShape {
   // layout.kernels.softmax_batch_multiple: what micro_batch x heads / tp must be a multiple of
   // for Megatron's fused softmax to take the unfused attention's scores.
   int softmax_batch_multiple = 1;
+  // MoE (model.moe): whether the op is an MoE layer's (its FFN ops are then the shared experts',
+  // shared_experts x shared_ffn_hidden wide, and its expert ops run), the expert layout, and the
+  // busiest EP rank's routed tokens over the mean (moe_cost.h, BusiestRankLoad), at which the
+  // expert ops and the all-to-alls are priced: that rank sets the layer's time.
+  bool moe_layer = false;
+  int ep = 1, etp = 1;
+  double moe_load = 1;
 };
 
 // The shape of a layout: SP only where tp > 1 (it splits nothing at tp 1).
@@ -120,6 +127,11 @@ constexpr double kEagerCrossEntropyBackwardBytes = 14;
 // that backward (the input's and the parameters' gradients); a TP collective one. Any phase.
 double OpKernels(OpKind kind, Phase phase, const OpShape& shape);
 
+// What one rank sends in an MoE layer's dispatch all-to-all (its routed token copies, bf16, at the
+// busiest rank's load), and receives in the combine; the ETP all-gather after it moves etp times
+// that inside the ETP group.
+double EpDispatchBytes(const OpShape& shape);
+
 // Full activation buffer [micro_batch x seq x hidden] in bytes: the payload (comm_bytes) of the
 // TP all-gather / reduce-scatter / all-reduce around a layer's GEMMs.
 double TpActivationBytes(const OpShape& shape);
@@ -128,8 +140,15 @@ double TpActivationBytes(const OpShape& shape);
 // the receiver all-gathers it over NVLink).
 double PpActivationBytes(const OpShape& shape);
 
-// Parameters of one transformer layer (whole layer, all TP shards).
+// Parameters of one transformer layer (whole layer, all TP shards) of a dense model; a dense
+// layer of an MoE model.
 double LayerParams(const ModelSpec& model);
+// The parameters of global layer `layer`: those TP splits (attention, the router, a dense MLP or
+// the shared experts) and the routed experts, which EP x ETP split (0 in a dense layer).
+struct LayerParamSplit {
+  double dense = 0, expert = 0;
+};
+LayerParamSplit LayerParamsOf(const ModelSpec& model, int layer);
 // Parameters of a layer's largest weight matrix: QKV, or the MLP's up (gate and value when gated).
 double LargestWeightParams(const ModelSpec& model);
 // Parameters of the word embedding matrix (vocab x hidden); an untied LM head has as many.

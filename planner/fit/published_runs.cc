@@ -99,21 +99,6 @@ Stack StackOf(const CsvRow& r) {
 // (or one where odd) (5.7%).
 int VirtualStagesRule() { return 1; }
 
-ClusterSpec ClusterOf(const CsvRow& r) {
-  ClusterSpec c;
-  const bool h100 = Has(r.at("gpu"), "H100");
-  c.set_gpu(h100 ? "H100" : "A100");
-  c.set_num_gpus(Int(r, "num_gpus"));
-  c.set_gpus_per_node(8);
-  // DGX A100 (Selene): 8 x HDR 200 Gb/s; DGX H100 (Eos): 8 x NDR 400 Gb/s; rail-optimized.
-  c.set_fabric(RAIL_CLOS);
-  c.set_nic_gbps(h100 ? 400 : 200);
-  c.set_switch_port_gbps(h100 ? 400 : 200);
-  c.set_split_tor_ports(false);
-  c.set_nodes_per_tor(32);
-  return c;
-}
-
 ModelSpec ModelOf(const CsvRow& r) {
   ModelSpec m;
   m.set_layers(Int(r, "layers"));
@@ -203,6 +188,21 @@ Result<double> MeasuredSeconds(const CsvRow& r, const Scenario& s, Measure* how)
 
 }  // namespace
 
+ClusterSpec DgxClusterOf(const CsvRow& r) {
+  ClusterSpec c;
+  const bool h100 = Has(r.at("gpu"), "H100");
+  c.set_gpu(h100 ? "H100" : "A100");
+  c.set_num_gpus(Int(r, "num_gpus"));
+  c.set_gpus_per_node(8);
+  // DGX A100 (Selene): 8 x HDR 200 Gb/s; DGX H100 (Eos): 8 x NDR 400 Gb/s; rail-optimized.
+  c.set_fabric(RAIL_CLOS);
+  c.set_nic_gbps(h100 ? 400 : 200);
+  c.set_switch_port_gbps(h100 ? 400 : 200);
+  c.set_split_tor_ports(false);
+  c.set_nodes_per_tor(32);
+  return c;
+}
+
 const std::vector<std::string>& PublishedRunColumns() {
   static const std::vector<std::string> kColumns = {
       "source", "model", "layers", "hidden", "heads", "kv_heads", "ffn", "seq_len", "vocab", "gpu", "num_gpus",
@@ -281,7 +281,7 @@ Result<PublishedRun> RunOf(const CsvRow& r, const StatedSplits& stated, const st
   const Stack st = StackOf(r);
   Scenario s;
   s.set_name("calibration");
-  *s.mutable_cluster() = ClusterOf(r);
+  *s.mutable_cluster() = DgxClusterOf(r);
   *s.mutable_model() = ModelOf(r);
   s.mutable_training()->set_global_batch(Int(r, "global_batch"));
   // Rule: micro-batch 1 where the source does not state it.

@@ -35,6 +35,11 @@ struct PublishedRun {
   bool fit_row = true;
 };
 
+// The cluster a row ran on, by the rule every file's rows share: DGX A100 (Selene: 8 x HDR
+// 200 Gb/s) or DGX H100 (Eos: 8 x NDR 400 Gb/s), rail-optimized, 32 nodes a ToR. REQUIRES: the
+// row's gpu names an A100 or an H100, num_gpus a whole number.
+ClusterSpec DgxClusterOf(const CsvRow& r);
+
 // The columns a row must have (the header of calibration.csv; a cell may be empty where the rules
 // say what an unstated value means).
 const std::vector<std::string>& PublishedRunColumns();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "planner/spec/moe_layers.h"
 #include "planner/spec/op_kinds.h"
 
 namespace megascale {
@@ -15,6 +16,7 @@ struct Step {
 };
 
 bool IsTpCollective(OpKind k) { return OpKindOf(k).cls == OpClass::kTp; }
+bool IsEpAllToAll(OpKind k) { return OpKindOf(k).cls == OpClass::kEp; }
 bool IsGemm(OpKind k) { return OpKindOf(k).cost == CostClass::kGemm; }
 
 // The collectives around a TP region. Entering it (before its first GEMM, in either direction):
@@ -36,11 +38,46 @@ TpKinds TpKindsOf(const OpShape& s) {
 
 void Push(std::vector<Step>& v, OpKind k, Phase p) { v.push_back({k, p}); }
 
+// An MoE layer's routed experts, forward (`phase` FORWARD or RECOMPUTE) or backward.
+void RoutedSteps(Phase phase, std::vector<Step>& v) {
+  static const OpKind kForward[] = {MOE_ROUTER,    MOE_PERMUTE,      EP_DISPATCH, EXPERT_UP_GEMM,
+                                    EXPERT_ACT,    EXPERT_DOWN_GEMM, EP_COMBINE,  MOE_UNPERMUTE};
+  if (phase != BACKWARD) {
+    for (OpKind k : kForward) Push(v, k, phase);
+  } else {
+    for (auto it = std::rbegin(kForward); it != std::rend(kForward); ++it) Push(v, *it, phase);
+  }
+}
+
+// Whether an MLP (the dense one, or an MoE layer's shared experts) runs.
+bool HasMlp(const OpShape& s) { return !s.moe_layer || s.model.moe().shared_experts() > 0; }
+
 // Forward ops of one layer; `phase` is FORWARD or RECOMPUTE.
 void ForwardSteps(const OpShape& s, Phase phase, std::vector<Step>& v) {
   const TpKinds tp = TpKindsOf(s);
   auto enter = [&] { if (tp.enter) Push(v, TP_ALL_GATHER, phase); };
   auto leave = [&] { if (tp.any) Push(v, tp.leave, phase); };
+  if (s.moe_layer) {
+    // Validation keeps MoE to the sequential block.
+    Push(v, LAYERNORM, phase);
+    enter();
+    Push(v, QKV_GEMM, phase);
+    Push(v, ATTENTION, phase);
+    Push(v, ATTN_PROJ_GEMM, phase);
+    leave();
+    Push(v, RESIDUAL_ADD, phase);
+    Push(v, LAYERNORM, phase);
+    RoutedSteps(phase, v);
+    if (HasMlp(s)) {
+      enter();
+      Push(v, FFN_UP_GEMM, phase);
+      Push(v, GELU, phase);
+      Push(v, FFN_DOWN_GEMM, phase);
+      leave();
+    }
+    Push(v, RESIDUAL_ADD, phase);
+    return;
+  }
   Push(v, LAYERNORM, phase);
   enter();
   Push(v, QKV_GEMM, phase);
@@ -66,11 +103,19 @@ void BackwardSteps(const OpShape& s, Recompute recompute, std::vector<Step>& v) 
   auto leave = [&] { if (tp.any) Push(v, tp.leave, b); };
   if (recompute == RECOMPUTE_FULL) ForwardSteps(s, RECOMPUTE, v);
   Push(v, RESIDUAL_ADD, b);
-  enter();
-  Push(v, FFN_DOWN_GEMM, b);
-  Push(v, GELU, b);
-  Push(v, FFN_UP_GEMM, b);
-  if (!s.model.parallel_block()) {
+  if (HasMlp(s)) {
+    enter();
+    Push(v, FFN_DOWN_GEMM, b);
+    Push(v, GELU, b);
+    Push(v, FFN_UP_GEMM, b);
+  }
+  if (s.moe_layer) {
+    if (HasMlp(s)) leave();
+    RoutedSteps(b, v);
+    Push(v, LAYERNORM, b);
+    Push(v, RESIDUAL_ADD, b);
+    enter();
+  } else if (!s.model.parallel_block()) {
     leave();
     Push(v, LAYERNORM, b);
     Push(v, RESIDUAL_ADD, b);
@@ -88,6 +133,14 @@ void BackwardSteps(const OpShape& s, Recompute recompute, std::vector<Step>& v) 
 double DeviceTime(const LayerContext& ctx, const Step& st) {
   if (IsTpCollective(st.kind)) {
     return ctx.cost->TpCollectiveTime(st.kind, ctx.shape.tp, TpActivationBytes(ctx.shape));
+  }
+  if (IsEpAllToAll(st.kind)) {
+    // The all-to-all over EP, and where experts are split over ETP the all-gather of the
+    // dispatched tokens (reduce-scatter of the combined ones) inside the ETP group.
+    const double bytes = EpDispatchBytes(ctx.shape);
+    const int etp = ctx.shape.etp;
+    return ctx.cost->EpAllToAllTime(ctx.ep, bytes) +
+           (etp > 1 ? ctx.cost->TpCollectiveTime(TP_ALL_GATHER, etp, bytes * etp) : 0);
   }
   return ctx.compute_scale * ctx.cost->OpTime(st.kind, st.phase, ctx.shape);
 }
@@ -119,9 +172,9 @@ double MicroBatchHostTime(const Step& st, const OpShape& shape) {
 // for the host's launches).
 Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double duration_s, double gpu_s) {
   Op op;
-  if (IsTpCollective(st.kind)) {
+  if (IsTpCollective(st.kind) || IsEpAllToAll(st.kind)) {
     op = MakeOp(st.kind, st.phase, CLOSED_FORM, duration_s);
-    op.set_comm_bytes(TpActivationBytes(ctx.shape));
+    op.set_comm_bytes(IsTpCollective(st.kind) ? TpActivationBytes(ctx.shape) : EpDispatchBytes(ctx.shape));
   } else {
     const OpCost c = ComputeOpCost(st.kind, st.phase, ctx.shape);
     op = MakeOp(st.kind, st.phase, CLOSED_FORM, duration_s);
@@ -172,7 +225,16 @@ double PassTime(double host_s, double gpu_s) {
                            1 / kHostGpuNorm);
 }
 
-void EmitLayer(ProgramWriter& w, const LayerContext& ctx, Phase phase, const OpPlace& place) {
+void EmitLayer(ProgramWriter& w, const LayerContext& layer_ctx, Phase phase, const OpPlace& place) {
+  // An MoE model's layers differ (dense first layers, a layer frequency): copy the context only
+  // there, as a dense model's plan emits millions of layers.
+  LayerContext moe_ctx;
+  const bool moe = layer_ctx.shape.model.has_moe() && IsMoeLayer(layer_ctx.shape.model, place.layer);
+  if (moe) {
+    moe_ctx = layer_ctx;
+    moe_ctx.shape.moe_layer = true;
+  }
+  const LayerContext& ctx = moe ? moe_ctx : layer_ctx;
   std::vector<Step> steps;
   if (phase == BACKWARD) {
     BackwardSteps(ctx.shape, ctx.recompute, steps);

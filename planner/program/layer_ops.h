@@ -4,6 +4,10 @@
 // Per layer, forward (sequential block; [..] only when tp > 1):
 //   LAYERNORM [AG] QKV_GEMM ATTENTION ATTN_PROJ_GEMM [RS] RESIDUAL_ADD
 //   LAYERNORM [AG] FFN_UP_GEMM GELU FFN_DOWN_GEMM [RS] RESIDUAL_ADD
+// an MoE layer (model.moe) in place of the MLP, on the rank's sequence shard (MoE needs SP):
+//   MOE_ROUTER MOE_PERMUTE EP_DISPATCH EXPERT_UP_GEMM EXPERT_ACT EXPERT_DOWN_GEMM EP_COMBINE
+//   MOE_UNPERMUTE, then the shared experts (if any) as the MLP above, then RESIDUAL_ADD; the
+//   dispatch and combine include the ETP all-gather / reduce-scatter where etp > 1.
 // parallel block (attention and MLP read one LayerNorm; their outputs are summed before one RS):
 //   LAYERNORM [AG] QKV_GEMM ATTENTION ATTN_PROJ_GEMM FFN_UP_GEMM GELU FFN_DOWN_GEMM [RS] RESIDUAL_ADD
 // With SP the collectives are all-gather (AG) / reduce-scatter (RS); without SP the forward has one
@@ -33,6 +37,8 @@ struct LayerContext {
   // Multiplies every compute duration: > 1 where the ops run beside overlapped DP communication
   // (CostConstants::overlap_slowdown).
   double compute_scale = 1;
+  // Where the stage's EP group sits (MoE layers' all-to-alls).
+  EpPlacement ep;
 };
 
 struct OpPlace {

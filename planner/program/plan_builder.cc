@@ -48,11 +48,39 @@ Status CheckSchedulable(const Scenario& s) {
                                 Str(microbatches) + ") a multiple of layout.pp (" + Str(l.pp()) +
                                 ")");
   }
+  if (m.has_moe()) {
+    const int64_t experts_group = static_cast<int64_t>(l.ep()) * l.etp();
+    if (l.ep() < 1 || l.etp() < 1 || (static_cast<int64_t>(l.tp()) * l.dp()) % experts_group != 0) {
+      return Status::BadField("layout.ep x layout.etp", Str(l.ep()) + " x " + Str(l.etp()),
+                              "must divide layout.tp x layout.dp (" + Str(l.tp() * l.dp()) +
+                                  "): the expert groups fold over a stage's ranks");
+    }
+  }
   if (l.tp() * l.pp() * l.dp() > s.cluster().num_gpus()) {
     return Status::BadField("layout", "tp x pp x dp = " + Str(l.tp() * l.pp() * l.dp()),
                             "exceeds cluster.num_gpus (" + Str(s.cluster().num_gpus()) + ")");
   }
   return Status::Ok();
+}
+
+// Where stage `stage`'s first EP group sits. A stage's tp x dp ranks, numbered TP-fastest, are
+// regrouped ETP-fastest then EP (Megatron-Core's folding): the group's members are every etp-th.
+EpPlacement EpPlacementOf(const topology::Cluster& cluster, const RankLayout& ranks, int stage,
+                          const LayoutSpec& layout, int gpus_per_node) {
+  EpPlacement p;
+  p.members = layout.ep();
+  p.members_on_node = 0;
+  auto gpu_of = [&](int local) { return ranks.RankOf({local % layout.tp(), local / layout.tp(), stage}); };
+  const int me = gpu_of(0);
+  for (int j = 0; j < layout.ep(); ++j) {
+    const int peer = gpu_of(j * layout.etp());
+    if (peer / gpus_per_node == me / gpus_per_node) {
+      ++p.members_on_node;
+    } else if (p.network.bandwidth_bytes_per_s <= 0) {
+      p.network = RouteFigures(cluster, me, peer);
+    }
+  }
+  return p;
 }
 
 // Network estimates for one stage, between representatives (tp 0, dp 0); rank r runs on GPU r.
@@ -126,6 +154,9 @@ Result<Plan> BuildPlanWith(const Scenario& resolved, const CostConstants& consta
   const RankLayout ranks(layout);
   for (int stage = 0; stage < layout.pp(); ++stage) {
     FillLinks(cluster, ranks, stage, layout, in);
+    if (model.has_moe()) {
+      in.layer.ep = EpPlacementOf(cluster, ranks, stage, layout, resolved.cluster().gpus_per_node());
+    }
     *plan.add_stages() = BuildStageProgram(stage, in);
   }
   MS_ASSIGN_OR_RETURN(*plan.mutable_prediction(), PredictPlan(plan));

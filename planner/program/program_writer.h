@@ -35,7 +35,7 @@ class ProgramWriter {
  private:
   StageProgram* program_;
   std::vector<uint32_t> frontier_;
-  uint32_t seq_[4] = {0, 0, 0, 0};  // by Group
+  uint32_t seq_[Group_ARRAYSIZE] = {};  // by Group
 };
 
 // An op with its kind, phase and timing set, and its lane and group the kind's

@@ -80,15 +80,25 @@ class StageBuilder {
   // Parameters of one layer's DP bucket on this GPU: its TP shard, plus the word embedding with
   // the model's first layer unless it is tied across stages, and the final LayerNorm (and an
   // untied LM head) with its last.
+  // An MoE layer's routed experts are EP x ETP shards reduced over expert-DP, not DP: they ride in
+  // the layer's bucket as the bytes that give the DP ring the expert-DP ring's volume
+  // ((edp - 1) / edp of theirs over (dp - 1) / dp), none where each expert has one copy.
   double LayerBucketParams(int layer) const {
-    const ModelSpec& m = in_.layer.shape.model;
-    double params = LayerParams(m);
+    const OpShape& shape = in_.layer.shape;
+    const ModelSpec& m = shape.model;
+    const LayerParamSplit split = LayerParamsOf(m, layer);
+    double params = split.dense;
     if (layer == 0 && !TiedAcrossStages()) params += WordEmbeddingParams();
     if (layer == in_.layers - 1) {
       params += EmbeddingParams(m) - WordEmbeddingParams();
       if (!m.tied_embeddings()) params += WordEmbeddingParams();
     }
-    return params / in_.layer.shape.tp;
+    double expert = 0;
+    if (split.expert > 0 && in_.dp > 1) {
+      const double edp = ExpertDataParallel(shape.tp, in_.dp, shape.ep * shape.etp);
+      expert = split.expert / (shape.ep * shape.etp) * ((edp - 1) / edp) / ((in_.dp - 1.0) / in_.dp);
+    }
+    return params / shape.tp + expert;
   }
   double ChunkBucketParams(int chunk) const {
     double params = 0;
@@ -184,9 +194,18 @@ class StageBuilder {
   // The update of the local parameters (the DP shard with ZeRO), after every gradient collective.
   void EmitOptimizerStep() {
     for (uint32_t id : grad_syncs_) w_.AlsoWaitFor(id);
-    double local_params = 0;
-    for (int c = 0; c < in_.vp; ++c) local_params += ChunkParams(c);
+    double local_params = 0, expert_params = 0;
+    for (int c = 0; c < in_.vp; ++c) {
+      local_params += ChunkParams(c);
+      expert_params += ChunkExpertParamsPerGpu(in_.layer.shape.model, in_.layer.shape.ep * in_.layer.shape.etp,
+                                               c * in_.pp + stage_, v_total_);
+    }
     if (in_.zero_stage >= 1) local_params /= in_.dp;
+    // The routed experts' optimizer states shard over expert-DP (memory.h, ExpertDataParallel).
+    if (in_.zero_stage >= 1) {
+      expert_params /= ExpertDataParallel(in_.layer.shape.tp, in_.dp, in_.layer.shape.ep * in_.layer.shape.etp);
+    }
+    local_params += expert_params;
     const OpCost opt = OptimizerCost(local_params);
     Op op = MakeOp(OPTIMIZER_STEP, OPTIMIZER, CLOSED_FORM,
                    in_.layer.cost->OptimizerStepTime(local_params, in_.data_pipeline_overlap) + TiedSyncSeconds());

@@ -35,6 +35,15 @@ const std::vector<OpKindRow>& Rows() {
       {OPTIMIZER_STEP, "optimizer step", C::kCompute, K::kNone, P::kOptimizer, COMPUTE, NO_GROUP, kOpt,
        H::kOptimizerStep},
       {HOST_OP, "host work", C::kHost, K::kNone, P::kNone, COMPUTE, NO_GROUP, kAnyPhase, H::kNone},
+      {MOE_ROUTER, "moe router", C::kCompute, K::kNone, P::kGemm, COMPUTE, NO_GROUP, kPassPhases, H::kNone},
+      {MOE_PERMUTE, "moe permute", C::kCompute, K::kNone, P::kElementwise, COMPUTE, NO_GROUP, kPassPhases, H::kNone},
+      {EXPERT_UP_GEMM, "expert up gemm", C::kCompute, K::kNone, P::kGemm, COMPUTE, NO_GROUP, kPassPhases, H::kNone},
+      {EXPERT_ACT, "expert activation", C::kCompute, K::kNone, P::kElementwise, COMPUTE, NO_GROUP, kPassPhases,
+       H::kNone},
+      {EXPERT_DOWN_GEMM, "expert down gemm", C::kCompute, K::kNone, P::kGemm, COMPUTE, NO_GROUP, kPassPhases,
+       H::kNone},
+      {MOE_UNPERMUTE, "moe unpermute", C::kCompute, K::kNone, P::kElementwise, COMPUTE, NO_GROUP, kPassPhases,
+       H::kNone},
       {TP_ALL_GATHER, "tp all-gather", C::kTp, K::kAllGather, P::kNone, TP_COMM, TP_GROUP, kPassPhases, H::kModel},
       {TP_REDUCE_SCATTER, "tp reduce-scatter", C::kTp, K::kReduceScatter, P::kNone, TP_COMM, TP_GROUP, kPassPhases,
        H::kModel},
@@ -48,11 +57,13 @@ const std::vector<OpKindRow>& Rows() {
       {DP_ALL_GATHER, "dp all-gather", C::kDp, K::kAllGather, P::kNone, DP_COMM, DP_GROUP, kGather, H::kDpBucket},
       {DP_ALL_REDUCE, "dp all-reduce", C::kDp, K::kAllReduce, P::kNone, DP_COMM, DP_GROUP, kReduce, H::kDpBucket},
       {OTHER_COLLECTIVE, "other collective", C::kOther, K::kNone, P::kNone, DP_COMM, NO_GROUP, kAnyPhase, H::kNone},
+      {EP_DISPATCH, "ep dispatch", C::kEp, K::kAllToAll, P::kNone, TP_COMM, EP_GROUP, kPassPhases, H::kNone},
+      {EP_COMBINE, "ep combine", C::kEp, K::kAllToAll, P::kNone, TP_COMM, EP_GROUP, kPassPhases, H::kNone},
   };
   return rows;
 }
 
-// OpKind's numbers have gaps (compute 0-12, communication 20-28): the row of each number.
+// OpKind's numbers have gaps (compute 0-18, communication 20-30): the row of each number.
 constexpr int kMaxKind = OpKind_MAX;
 const std::array<const OpKindRow*, kMaxKind + 1>& ByNumber() {
   static const std::array<const OpKindRow*, kMaxKind + 1> index = [] {
@@ -81,7 +92,8 @@ bool KindIs(int kind, OpClass cls) {
 
 bool FeedsCompute(const OpKindRow& row) {
   switch (row.cls) {
-    case OpClass::kTp: return true;
+    case OpClass::kTp:
+    case OpClass::kEp: return true;
     case OpClass::kPp: return row.collective == Collective::kRecv;
     case OpClass::kDp: return row.collective == Collective::kAllGather;
     default: return false;
@@ -99,6 +111,7 @@ const char* OpClassName(OpClass c) {
     case OpClass::kTp: return "TP collective";
     case OpClass::kPp: return "PP transfer";
     case OpClass::kDp: return "DP collective";
+    case OpClass::kEp: return "EP all-to-all";
     case OpClass::kHost: return "host work";
     case OpClass::kOther: return "other collective";
   }
@@ -113,6 +126,7 @@ const char* CollectiveName(Collective c) {
     case Collective::kAllReduce: return "all-reduce";
     case Collective::kSend: return "send";
     case Collective::kRecv: return "recv";
+    case Collective::kAllToAll: return "all-to-all";
   }
   return "?";
 }

@@ -24,12 +24,13 @@ enum class OpClass : uint8_t {
   kTp,       // TP collective: closed form; starts when the slowest TP peer is ready
   kPp,       // PP send/recv: a rendezvous and one network flow per GPU
   kDp,       // DP collective: a barrier and network flows to the ring or tree neighbours
+  kEp,       // EP all-to-all (MoE dispatch and combine): closed form among the EP group
   kHost,     // traces only: work the plan does not model (a checkpoint's write, Python's GC)
   kOther,    // traces only: a collective the planner does not emit (named in the event)
 };
 
 // What a communication op moves; kNone for the others.
-enum class Collective : uint8_t { kNone, kAllGather, kReduceScatter, kAllReduce, kSend, kRecv };
+enum class Collective : uint8_t { kNone, kAllGather, kReduceScatter, kAllReduce, kSend, kRecv, kAllToAll };
 
 // How the cost model prices a compute op (planner/cost/op_costs.h, planner/cost/cost_model.h).
 enum class CostClass : uint8_t {
@@ -83,8 +84,8 @@ const OpKindRow* FindOpKind(int kind);
 bool KindIs(int kind, OpClass cls);
 
 // Whether a compute op consumes the result of a communication op of this kind (the diagnosis's
-// dependency rule): what arrives (a receive, a DP parameter gather) and every TP collective, whose
-// output the layer's next op reads; a send or a gradient reduction feeds no compute of the pass.
+// dependency rule): what arrives (a receive, a DP parameter gather) and every TP collective and EP
+// all-to-all, whose output the layer's next op reads; a send or a gradient reduction feeds no compute of the pass.
 bool FeedsCompute(const OpKindRow& row);
 // A DP reduce-scatter or all-reduce: what the optimizer step, and nothing before it, waits for.
 bool IsGradientReduction(const OpKindRow& row);

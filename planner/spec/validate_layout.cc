@@ -1,5 +1,6 @@
 // Rules and defaults of the layout block (planner/model.proto LayoutSpec): a TP x PP x DP that
 // fills the cluster and divides the model, and the schedule, ZeRO and kernel settings.
+#include "planner/spec/moe_layers.h"
 #include "planner/spec/validate_util.h"
 
 namespace megascale::validation {
@@ -15,6 +16,40 @@ Status DefaultDataParallel(const ClusterSpec& c, LayoutSpec* l) {
   l->set_dp(static_cast<int>(c.num_gpus() / tp_pp));
   return Status::Ok();
 }
+
+namespace {
+
+// layout.ep and layout.etp: 1 for a dense model; for an MoE one, expert groups that fold over a
+// pipeline stage's tp x dp ranks (Megatron-Core's parallel folding).
+Status ResolveExpertLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
+  if (!m.has_moe()) {
+    MS_CHECK_FIELD(l->ep() == 1, "layout.ep", l->ep(), "must be 1 for a dense model (expert parallelism needs model.moe)");
+    MS_CHECK_FIELD(l->etp() == 1, "layout.etp", l->etp(), "must be 1 for a dense model (expert TP needs model.moe)");
+    return Status::Ok();
+  }
+  const MoeSpec& e = m.moe();
+  MS_CHECK_RANGE(l->ep(), 1, e.num_experts(), "layout.ep", "at most model.moe.num_experts");
+  MS_CHECK_FIELD(e.num_experts() % l->ep() == 0, "layout.ep", l->ep(),
+                 "must divide model.moe.num_experts (" + Num(e.num_experts()) + "): each EP rank holds as many experts");
+  MS_CHECK_RANGE(l->etp(), 1, c.gpus_per_node(), "layout.etp", "at most cluster.gpus_per_node");
+  MS_CHECK_FIELD(RoutedFfn(m) % l->etp() == 0, "layout.etp", l->etp(),
+                 "must divide the expert FFN size (" + Num(RoutedFfn(m)) + ")");
+  const int64_t group = static_cast<int64_t>(l->ep()) * l->etp();
+  const int64_t stage_ranks = static_cast<int64_t>(l->tp()) * l->dp();
+  if (stage_ranks % group != 0) {
+    return Status::BadField("layout.ep x layout.etp", Num(l->ep()) + " x " + Num(l->etp()) + " = " + Num(group),
+                            "must divide layout.tp x layout.dp (" + Num(stage_ranks) +
+                                "): the EP groups fold over a pipeline stage's ranks, expert-DP = tp x dp / (ep x etp)");
+  }
+  MS_CHECK_FIELD(l->tp() == 1 || l->sequence_parallel(), "layout.sequence_parallel", std::string("false"),
+                 "an MoE model with layout.tp > 1 needs sequence parallelism (the router and the experts run "
+                 "on each rank's sequence shard, as Megatron-Core requires)");
+  l->set_ep(l->ep());
+  l->set_etp(l->etp());
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   MS_CHECK_RANGE(l->tp(), 1, c.num_gpus(), "layout.tp", "at most cluster.num_gpus");
@@ -47,6 +82,7 @@ Status ResolveLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   }
   MS_CHECK_FIELD(l->zero_stage() >= 0 && l->zero_stage() <= 3, "layout.zero_stage", l->zero_stage(),
                  "must be 0, 1, 2 or 3");
+  MS_RETURN_IF_ERROR(ResolveExpertLayout(c, m, l));
   // Write defaults explicitly so a resolved scenario prints completely.
   l->set_tp(l->tp());
   l->set_pp(l->pp());

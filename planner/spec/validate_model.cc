@@ -29,12 +29,13 @@ Status ResolveMoe(ModelSpec* m) {
   e->set_moe_layer_freq(e->moe_layer_freq());
   e->set_router_balance(e->router_balance());
   e->set_capacity_factor(e->capacity_factor());
-  // Described, counted (parameters, FLOPs) and checked, but not yet priced: a plan that ignored
-  // the experts would be wrong, so none is made.
-  return Status::InvalidInput("model.moe: an MoE model (" + Num(e->num_experts()) + " experts, top " +
-                              Num(e->top_k()) + ", " + Num(MoeLayerCount(*m)) + " MoE layers of " +
-                              Num(m->layers()) + ") passes the model's rules, but the cost model, the simulator and "
-                              "the executor do not model experts yet (docs/moe.md)");
+  if (e->has_routing_spread()) {
+    MS_CHECK_FIELD(e->routing_spread() >= 0 && e->routing_spread() <= 16, "model.moe.routing_spread",
+                   e->routing_spread(), "must be between 0 (even routing) and 16");
+  }
+  MS_CHECK_FIELD(!m->parallel_block(), "model.parallel_block", std::string("true"),
+                 "an MoE model runs the sequential block (the planner has no parallel MoE block)");
+  return Status::Ok();
 }
 
 }  // namespace

@@ -36,6 +36,8 @@ Status CheckRunFaults(const FaultSpec& f) {
 Status CheckRunnableModel(const ModelSpec& m) {
   ModelSpec resolved = m;
   MS_RETURN_IF_ERROR(ResolveModel(&resolved));
+  MS_CHECK_FIELD(!resolved.has_moe(), "model.moe", resolved.has_moe() ? Num(resolved.moe().num_experts()) + " experts" : "",
+                 "the executor runs dense models: MoE models are planned only (docs/moe.md)");
   // The executor's GPT is GPT-2's MLP (GeLU), without dropout (model.dropout is memory only).
   MS_CHECK_FIELD(!resolved.gated_mlp(), "model.gated_mlp", std::string("true"),
                  "the executor runs a GeLU MLP: gated MLPs are planned and simulated only");

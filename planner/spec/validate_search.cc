@@ -85,6 +85,9 @@ Status ResolveSearch(Scenario* s) {
   q->set_max_gpus(q->max_gpus());
   MS_RETURN_IF_ERROR(CheckRules(*s));
   if (!q->enabled()) return Status::Ok();
+  MS_CHECK_FIELD(!s->model().has_moe(), "search.enabled", std::string("true"),
+                 "the layout search does not place experts yet: give an MoE model's layout (tp, pp, ep, etp) "
+                 "and plan it (docs/moe.md)");
 
   // Keep the scenario's own layout when it is valid here.
   LayoutSpec own = s->layout();
