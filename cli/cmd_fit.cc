@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "planner/cost/calibration.h"
+#include "planner/fit/moe_runs.h"
 #include "planner/fit/published_runs.h"
 #include "planner/fit/reference_fit.h"
 #include "planner/fit/vtrain_runs.h"
@@ -20,12 +21,19 @@ namespace {
 
 constexpr char kPublishedFile[] = "calibration.csv";
 constexpr const char* kVtrainFile = kVtrainFileName;
+constexpr const char* kMoeFile = kMoeFileName;
 
 // One reference file's rows, by the rules of its kind; none when the folder does not hold it.
 Result<std::vector<PublishedRun>> LoadFile(const std::string& folder, const std::string& file) {
   const std::string path = (std::filesystem::path(folder) / file).string();
   std::error_code ec;  // a folder it may not list reads as one without the file, not an exception
   if (!std::filesystem::exists(path, ec)) return std::vector<PublishedRun>{};
+  if (file == kMoeFile) {
+    MS_ASSIGN_OR_RETURN(const std::vector<CsvRow> rows, ReadCsvFile(path));
+    MS_ASSIGN_OR_RETURN(const MoeRows moe, MoeReferenceRuns(rows, path));
+    for (const std::string& skipped : moe.skipped) std::printf("  not predicted: %s\n", skipped.c_str());
+    return moe.runs;
+  }
   return ReadPublishedRunFile(path);
 }
 
@@ -134,8 +142,8 @@ Status CheckFitArgs(const FitArgs& args) {
     return Status::BadField("--threads", std::to_string(args.threads), "must be in [0, 1024] (0: every core)");
   }
   for (const std::string& f : args.files) {
-    if (f != kPublishedFile && f != kVtrainFile) {
-      return Status::BadField("--file", f, std::string("must be ") + kPublishedFile + " or " + kVtrainFile);
+    if (f != kPublishedFile && f != kVtrainFile && f != kMoeFile) {
+      return Status::BadField("--file", f, std::string("must be ") + kPublishedFile + ", " + kVtrainFile + " or " + kMoeFile);
     }
   }
   const std::vector<GpuCalibration>& stored_all = AllCalibrations();
@@ -150,8 +158,10 @@ Status CheckFitArgs(const FitArgs& args) {
 Result<std::map<std::string, std::vector<RowSet>>> LoadRowSets(const FitArgs& args) {
   std::map<std::string, std::vector<RowSet>> by_gpu;
   int files = 0;
-  for (const char* file : {kPublishedFile, kVtrainFile}) {
-    if (!args.files.empty() && std::find(args.files.begin(), args.files.end(), file) == args.files.end()) continue;
+  for (const char* file : {kPublishedFile, kVtrainFile, kMoeFile}) {
+    const bool named = std::find(args.files.begin(), args.files.end(), file) != args.files.end();
+    // The MoE rows only when named: the stored dense fit is not a fit on them.
+    if (args.files.empty() ? file == std::string(kMoeFile) : !named) continue;
     MS_ASSIGN_OR_RETURN(const std::vector<PublishedRun> runs, LoadFile(args.reference, file));
     if (runs.empty()) continue;
     ++files;
@@ -216,6 +226,7 @@ Result<bool> FitOneGpu(const GpuCalibration& stored, const std::vector<RowSet>& 
 Status RunFit(const FitArgs& args) {
   MS_RETURN_IF_ERROR(CheckFitArgs(args));
   FitOptions options;
+  options.knobs = args.knobs;
   options.threads = args.threads > 0 ? args.threads : std::max(1u, std::thread::hardware_concurrency());
   if (!args.quiet) options.progress = [](const std::string& line) { std::cerr << "fit: " << line << "\n"; };
   MS_ASSIGN_OR_RETURN(const auto by_gpu, LoadRowSets(args));

@@ -137,6 +137,7 @@ Status RunPlan(const PlanArgs& args) {
     for (const auto& stage : plan.stages()) ops.push_back(stage.ops_size());
     out["ops_per_stage"] = ops;
     out["dp_collectives"] = DpCollectivesJson(plan);
+    if (plan.model().has_moe()) out["moe"] = MoeJson(plan);
     std::cout << out.dump(2) << "\n";
     return Status::Ok();
   }
@@ -150,6 +151,7 @@ Status RunPlan(const PlanArgs& args) {
               p.compute_s(), p.exposed_comm_s(), p.bubble_s());
   std::printf("%s", HostBoundLine(plan).c_str());
   std::printf("%s", DpCollectivesLine(plan).c_str());
+  std::printf("%s", MoeLine(plan).c_str());
   std::printf("memory        %.1f GB per GPU at the peak (limit %s: %.0f GB x %.2f; docs/memory.md)\n",
               p.memory_per_gpu_gb(), GbText(MemoryLimitBytes(scenario)).c_str(), plan.cluster().hbm_gb(),
               scenario.search().memory_fraction());

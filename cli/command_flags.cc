@@ -193,7 +193,11 @@ Command AddFit(CLI::App* app) {
                       "the repository keeps copies in tests/planner/data)");
   fit_cmd->add_option("--gpu", args->gpu, "Fit this GPU type's constants only (A100 or H100; default: every one with rows)");
   fit_cmd->add_option("--file", args->files,
-                      "Fit on this file of the folder only (calibration.csv or vtrain-single-node-a100.csv; repeatable)");
+                      "Fit on this file of the folder only (calibration.csv, vtrain-single-node-a100.csv or "
+                      "moe-fp8-cp.csv, whose MoE rows are read only when named; repeatable)");
+  fit_cmd->add_option("--knob", args->knobs,
+                      "Fit this constant only, the others held at their stored values (repeatable; e.g. "
+                      "a2a_efficiency on moe-fp8-cp.csv, which leaves every dense row where it was)");
   fit_cmd->add_flag("--loso", args->loso, "Also leave one source out: fit without each source and predict it (minutes)");
   fit_cmd->add_option("--threads", args->threads, "Plans built at once (default: the machine's cores)");
   fit_cmd->add_flag("-q,--quiet", args->quiet, "No progress lines on stderr");

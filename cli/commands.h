@@ -78,7 +78,8 @@ Status RunEttr(const EttrArgs& args);
 struct FitArgs {
   std::string reference = "../shared/reference";  // calibration.csv, vtrain-single-node-a100.csv
   std::string gpu;      // one stored calibration ("A100", "H100"); empty: every one with rows
-  std::vector<std::string> files;  // only these of the folder's files; empty: both
+  std::vector<std::string> files;  // only these of the folder's files; empty: the dense two
+  std::vector<std::string> knobs;  // fit only these constants; empty: all the rows tell apart
   bool loso = false;    // leave one source out too (a fit per source: minutes)
   int threads = 0;      // plans built at once; 0: the machine's cores
   bool quiet = false;   // no progress lines on stderr

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "planner/cost/collective_cost.h"
+#include "planner/cost/memory.h"
 #include "planner/program/dp_collectives.h"
 #include "planner/search/search.h"
 #include "planner/search/search_inverse.h"
@@ -119,6 +120,61 @@ std::string Megabytes(double bytes) {
 }
 
 }  // namespace
+
+namespace {
+
+struct MoeCost {
+  double all_to_all_s = 0, experts_s = 0;  // op time on the stage with the most all-to-all time
+};
+
+MoeCost MoeCostOf(const Plan& plan) {
+  MoeCost most;
+  for (const StageProgram& stage : plan.stages()) {
+    MoeCost c;
+    for (const Op& op : stage.ops()) {
+      const OpKindRow& row = OpKindOf(op.kind());
+      if (row.cls == OpClass::kEp) c.all_to_all_s += op.duration_s();
+      if (op.kind() == EXPERT_UP_GEMM || op.kind() == EXPERT_ACT || op.kind() == EXPERT_DOWN_GEMM) {
+        c.experts_s += op.duration_s();
+      }
+    }
+    if (c.all_to_all_s >= most.all_to_all_s) most = c;
+  }
+  return most;
+}
+
+}  // namespace
+
+std::string MoeLine(const Plan& plan) {
+  if (!plan.model().has_moe()) return "";
+  const LayoutSpec& l = plan.layout();
+  const MoeCost c = MoeCostOf(plan);
+  const double step = plan.prediction().iteration_time_s();
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "moe           EP %d x ETP %d (expert-DP %d), %s dispatcher%s; all-to-alls %.3f s a step on the "
+                "busiest stage (%.1f%% of the step), expert GEMMs %.3f s (%.1f%%)\n",
+                l.ep(), l.etp(), ExpertDataParallel(l.tp(), l.dp(), l.ep() * l.etp()),
+                l.moe_dispatcher() == NODE_DEDUP ? "node-dedup" : "all-to-all",
+                l.overlap().ep() ? ", overlapped with expert compute" : "", c.all_to_all_s,
+                step > 0 ? 100 * c.all_to_all_s / step : 0, c.experts_s, step > 0 ? 100 * c.experts_s / step : 0);
+  return buf;
+}
+
+nlohmann::json MoeJson(const Plan& plan) {
+  if (!plan.model().has_moe()) return nullptr;
+  const LayoutSpec& l = plan.layout();
+  const MoeCost c = MoeCostOf(plan);
+  const double step = plan.prediction().iteration_time_s();
+  return {{"ep", l.ep()},
+          {"etp", l.etp()},
+          {"expert_dp", ExpertDataParallel(l.tp(), l.dp(), l.ep() * l.etp())},
+          {"dispatcher", MoeDispatcher_Name(l.moe_dispatcher())},
+          {"overlap_ep", l.overlap().ep()},
+          {"all_to_all_s", c.all_to_all_s},
+          {"all_to_all_share", step > 0 ? c.all_to_all_s / step : 0.0},
+          {"expert_gemms_s", c.experts_s}};
+}
 
 std::string DpCollectivesLine(const Plan& plan) {
   const std::vector<DpCollectiveGroup> groups = SummarizeDpCollectives(plan);

@@ -36,6 +36,10 @@ std::string HostBoundLine(const Plan& plan);
 // "dp comm       per step over DP 192: 13 all-gathers of 196.6-453.0 MB (ring, Simple) 265.736 ms; ..."
 // with its newline: what NCCL runs for the DP collectives (planner/program/dp_collectives.h); empty for dp 1.
 std::string DpCollectivesLine(const Plan& plan);
+// An MoE plan's expert layout and what its experts cost a step on the busiest stage: the
+// all-to-alls' and the expert GEMMs' op time and their share of the step; "" for a dense plan.
+std::string MoeLine(const Plan& plan);
+nlohmann::json MoeJson(const Plan& plan);  // null for a dense plan
 // The same as JSON: [{kind, count, min_bytes, max_bytes, algorithm, protocol, seconds}].
 nlohmann::json DpCollectivesJson(const Plan& plan);
 // Peak resident memory of this process in MiB.

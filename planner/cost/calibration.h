@@ -71,6 +71,15 @@ struct GpuCalibration {
   std::vector<Scale> op_scale;
   // The entry of `kind` at `group_size`, else the kind's entry for any size, else 1.
   double OpScale(OpKind kind, int group_size = 0) const;
+
+  // --- fitted on the MoE rows of moe-fp8-cp.csv (this GPU type's), the dense rows untouched ---
+  // An MoE all-to-all's achieved share of the bandwidth a ring collective gets on the same links
+  // (nvlink_efficiency, network_efficiency): many small point-to-point chunks, one per peer, where
+  // a ring streams one large one. 1 where no MoE row pins it.
+  double a2a_efficiency = 1;
+  // What every MoE all-to-all adds beyond its transfer, seconds: the dispatcher's wait for the
+  // token counts per peer (a device-to-host copy before the transfer can be sized) and its setup.
+  double a2a_overhead_s = 0;
 };
 
 // The calibration of a GPU type. GPU types without rows of their own use the calibration of their

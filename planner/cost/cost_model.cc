@@ -223,13 +223,12 @@ double CostModel::DpCollectiveTime(OpKind kind, int n, double bytes, const LinkF
 
 double CostModel::EpAllToAllTime(const EpPlacement& place, double bytes) const {
   if (place.members <= 1 || bytes <= 0) return 0;
-  const double share = bytes / place.members;
-  const double on_node = share * (place.members_on_node - 1);
-  const double off_node = share * (place.members - place.members_on_node);
-  const double nvlink = on_node / (nvlink_bytes_per_s_ * constants_.nvlink_efficiency);
-  if (off_node <= 0) return nvlink_latency_s_ + nvlink;
+  const double a2a = constants_.a2a_efficiency;
+  const double nvlink = bytes * place.nvlink_share / (nvlink_bytes_per_s_ * constants_.nvlink_efficiency * a2a);
+  if (place.network_share <= 0) return constants_.a2a_overhead_s + nvlink_latency_s_ + nvlink;
   const LinkFigures net = Effective(place.network);
-  return net.latency_s + std::max(nvlink, off_node / net.bandwidth_bytes_per_s);
+  return constants_.a2a_overhead_s + net.latency_s +
+         std::max(nvlink, bytes * place.network_share / (net.bandwidth_bytes_per_s * a2a));
 }
 
 double CostModel::PpTime(double bytes, const LinkFigures& link) const {

@@ -102,10 +102,10 @@ class CostModel {
   // The algorithm (RING or TREE) and protocol DpCollectiveTime prices, and its time.
   DpChoice DpCollectiveChoice(OpKind kind, int n, double bytes, const LinkFigures& link,
                               const DpNodes& nodes = {}) const;
-  // An MoE all-to-all (EP_DISPATCH, EP_COMBINE) in which each member sends `bytes` spread evenly
-  // over the group, its own share staying put: the share for members on its node over NVLink and
-  // the rest over its NIC, side by side, at the NCCL efficiencies (nvlink_efficiency,
-  // network_efficiency), plus one step's latency of the slower path.
+  // An MoE all-to-all (EP_DISPATCH, EP_COMBINE) in which each member dispatches `bytes` (its
+  // tokens' routed copies): the placement's NVLink share beside its network share, at the NCCL
+  // efficiencies (nvlink_efficiency, network_efficiency) times the all-to-all's (a2a_efficiency),
+  // plus one step's latency of the slower path and the all-to-all's fixed cost (a2a_overhead_s).
   double EpAllToAllTime(const EpPlacement& place, double bytes) const;
   // A PP send/recv at the calibrated network efficiency.
   double PpTime(double bytes, const LinkFigures& link) const;

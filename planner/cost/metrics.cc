@@ -10,7 +10,7 @@ namespace {
 
 // Forward FLOPs of one token through one layer, Megatron-style: each GEMM 2 x m x n x k, attention
 // scores and the weighted sum 2 x s_eff x heads x head_dim each (full rows, not halved for causality).
-double LayerForwardFlopsPerToken(const ModelSpec& m) {
+double LayerForwardFlopsPerToken(const ModelSpec& m, AttentionCount count) {
   const double h = m.hidden();
   const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
   const double head_dim = HeadDim(m), attn = AttentionWidth(m);
@@ -18,7 +18,8 @@ double LayerForwardFlopsPerToken(const ModelSpec& m) {
   const double s_eff =
       m.sliding_window() > 0 ? std::min<double>(m.sliding_window(), m.seq_len()) : m.seq_len();
   const double qkv = 2.0 * h * (attn + 2.0 * kv * head_dim);
-  const double attention = 2.0 * 2.0 * s_eff * attn;
+  const double causal = count == AttentionCount::kCausal ? 1.0 - s_eff / (2.0 * m.seq_len()) : 1.0;
+  const double attention = 2.0 * 2.0 * s_eff * attn * causal;
   const double proj = 2.0 * h * attn;
   const double mlp = 2.0 * (m.gated_mlp() ? 3.0 : 2.0) * h * ffn;
   return qkv + attention + proj + mlp;
@@ -37,22 +38,22 @@ double MoeMlpDeltaPerToken(const ModelSpec& m) {
 }
 
 // Every layer's forward FLOPs per token.
-double LayersForwardFlopsPerToken(const ModelSpec& m) {
-  const double dense = m.layers() * LayerForwardFlopsPerToken(m);
+double LayersForwardFlopsPerToken(const ModelSpec& m, AttentionCount count = AttentionCount::kFull) {
+  const double dense = m.layers() * LayerForwardFlopsPerToken(m, count);
   return m.has_moe() ? dense + MoeLayerCount(m) * MoeMlpDeltaPerToken(m) : dense;
 }
 
-double ForwardFlopsPerToken(const ModelSpec& m) {
+double ForwardFlopsPerToken(const ModelSpec& m, AttentionCount count) {
   const double lm_head = 2.0 * m.hidden() * static_cast<double>(m.vocab());
-  return LayersForwardFlopsPerToken(m) + lm_head;
+  return LayersForwardFlopsPerToken(m, count) + lm_head;
 }
 
 }  // namespace
 
-double ModelFlopsPerStep(const ModelSpec& model, int64_t global_batch) {
+double ModelFlopsPerStep(const ModelSpec& model, int64_t global_batch, AttentionCount attention) {
   const double tokens = static_cast<double>(global_batch) * model.seq_len();
   // Backward costs twice the forward (gradients of inputs and of weights).
-  return 3.0 * ForwardFlopsPerToken(model) * tokens;
+  return 3.0 * ForwardFlopsPerToken(model, attention) * tokens;
 }
 
 double HardwareFlopsPerStep(const ModelSpec& model, int64_t global_batch, Recompute recompute) {

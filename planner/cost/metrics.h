@@ -14,7 +14,12 @@ namespace megascale {
 // attention) this equals 72 B s l h^2 (1 + s/(6h) + V/(12 l h)). An MoE layer counts what a
 // token's forward computes: the router, its top_k routed experts and the shared experts
 // (docs/moe.md). REQUIRES: a resolved model.
-double ModelFlopsPerStep(const ModelSpec& model, int64_t global_batch);
+// How a source counts the attention scores: full s x s_eff rows (MegaScale's, Megatron-LM's until
+// 2025, this project's), or causal, only the unmasked part (s_eff - s_eff^2 / (2 s) keys a query:
+// half at full attention; Megatron-LM's num_floating_point_operations since 2025, NeMo's).
+enum class AttentionCount { kFull, kCausal };
+double ModelFlopsPerStep(const ModelSpec& model, int64_t global_batch,
+                         AttentionCount attention = AttentionCount::kFull);
 
 // As executed: ModelFlopsPerStep plus the forward FLOPs recomputed in the backward.
 double HardwareFlopsPerStep(const ModelSpec& model, int64_t global_batch, Recompute recompute);

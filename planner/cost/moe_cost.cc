@@ -46,4 +46,25 @@ double BusiestRankLoad(const MoeSpec& moe, int ep) {
   return moe.capacity_factor() > 0 ? std::min(load, moe.capacity_factor()) : load;
 }
 
+double ExpectedNodesHit(int experts, int top_k, int nodes) {
+  if (nodes <= 1) return nodes;
+  const double per_node = static_cast<double>(experts) / nodes;
+  double none_here = 1;  // C(E - E/g, k) / C(E, k) as a product of k ratios
+  for (int i = 0; i < top_k; ++i) none_here *= std::max(0.0, (experts - per_node - i) / (experts - i));
+  return nodes * (1 - none_here);
+}
+
+void SetEpShares(const MoeSpec& moe, MoeDispatcher dispatcher, EpPlacement* place) {
+  const double n = place->members, m = place->members_on_node;
+  place->nvlink_share = (m - 1) / n;
+  place->network_share = (n - m) / n;
+  if (dispatcher != NODE_DEDUP || place->members_on_node >= place->members) return;
+  const int nodes = place->members / std::max(1, place->members_on_node);
+  const double hit = ExpectedNodesHit(moe.num_experts(), moe.top_k(), nodes);
+  // The token's own node is hit with the same chance as any other: (nodes - 1) / nodes of the
+  // hits are remote; each carries one copy of the token, top_k copies being the bytes' unit.
+  place->network_share = hit * (nodes - 1) / nodes / moe.top_k();
+  place->nvlink_share = (n - 1) / n;
+}
+
 }  // namespace megascale

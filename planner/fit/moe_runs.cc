@@ -123,7 +123,7 @@ ModelSpec ModelOf(const CsvRow& r, int chunks) {
 // reduce and parameter gather, fused attention and element-wise kernels, SP with TP, no TP
 // communication overlap (the MoE recipes leave it off). Recompute: "full" as stated; the selective
 // recompute of these rows (LayerNorm, the expert activation) re-runs memory-bound ops only, so
-// it is priced as none. Unstated: pp 1, vp 1, micro-batch 1, dp the rest of the GPUs, etp = tp
+// it is priced as none. Unstated: pp 1, micro-batch 1, dp the rest of the GPUs, etp = tp
 // (Megatron-Core before parallel folding gives the experts the attention's TP) except in the
 // method "w/ Folding", whose experts take no TP (etp 1).
 LayoutSpec LayoutOf(const CsvRow& r) {
@@ -134,7 +134,12 @@ LayoutSpec LayoutOf(const CsvRow& r) {
   l.set_dp(Int(r, "dp", n / (l.tp() * l.pp())));
   l.set_ep(Int(r, "ep", 1));
   l.set_etp(Int(r, "etp", Has(r.at("notes"), "Folding") ? 1 : l.tp()));
-  const int vp = Int(r, "vp", 1);
+  // Unstated interleaving with pp > 1: one layer a chunk, as Megatron-Core's MoE recipes set it
+  // (the ModelZoo's Mixtral-8x22B runtime.conf: VPP 7 at PP 8). Plain 1F1B cannot be what ran:
+  // Liu et al.'s Mixtral rows scale 6.85x from 128 to 16 micro-batches a replica at PP 8, where
+  // 1F1B's bubble allows at most 5.9x.
+  const int stage_layers = (Int(r, "layers") + l.pp() - 1) / l.pp();
+  const int vp = Int(r, "vp", l.pp() > 1 ? stage_layers : 1);
   l.set_virtual_stages(vp);
   l.set_schedule(vp > 1 ? INTERLEAVED_1F1B : ONE_F_ONE_B);
   l.set_sequence_parallel(l.tp() > 1);
@@ -145,18 +150,29 @@ LayoutSpec LayoutOf(const CsvRow& r) {
   l.mutable_overlap()->set_dp(true);
   l.mutable_overlap()->set_pp(false);
   l.mutable_overlap()->set_tp(false);
+  // The notes name the dispatcher (DeepEP, HybridEP: one copy a node) and the 1F1B all-to-all
+  // overlap where it was on; unnamed: Megatron-Core's alltoall, no overlap.
+  const std::string& notes = r.at("notes");
+  l.set_moe_dispatcher(Has(notes, "DeepEP") || Has(notes, "HybridEP") ? NODE_DEDUP : ALLTOALL);
+  l.mutable_overlap()->set_ep(Has(notes, "EP-A2A overlap") || Has(notes, "A2A overlap on"));
   l.mutable_kernels()->set_flash_attention(true);
   l.mutable_kernels()->set_fused_elementwise(true);
   return l;
 }
 
 // The step time the row's measurement implies: tokens/s per GPU where printed (the sources'
-// own figure), else model TFLOP/s per GPU or MFU through the planner's FLOP count (the routed
-// top_k and the shared experts, full attention; the sources do not print theirs).
+// own figure), else model TFLOP/s per GPU or MFU through the source's FLOP count: routed top_k
+// plus shared experts and the router (Megatron-LM's num_floating_point_operations), with
+// attention counted causal in the ModelZoo's 2025 Megatron-LM and full in Liu et al.'s (its
+// release of early 2025; the paper does not print its formula). `layers`: the model's own, where
+// the scenario's are rounded up to the pipeline (ModelOf).
 Result<double> MeasuredSeconds(const CsvRow& r, const Scenario& s, Measure* how) {
   const double n = s.cluster().num_gpus();
   const double tokens = static_cast<double>(s.training().global_batch()) * s.model().seq_len();
-  const double flops = ModelFlopsPerStep(s.model(), s.training().global_batch());
+  ModelSpec counted = s.model();
+  counted.set_layers(Int(r, "layers"));
+  const AttentionCount attention = Has(r.at("source"), "ModelZoo") ? AttentionCount::kCausal : AttentionCount::kFull;
+  const double flops = ModelFlopsPerStep(counted, s.training().global_batch(), attention);
   *how = Measure::kDerivedTime;
   if (!r.at("measured_step_time_s").empty()) return Num(r, "measured_step_time_s");
   if (!r.at("measured_tokens_per_s_per_gpu").empty()) return tokens / (n * Num(r, "measured_tokens_per_s_per_gpu"));

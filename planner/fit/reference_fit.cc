@@ -127,13 +127,15 @@ struct Knob {
 
 // The constants the rows can tell apart: the GPU's always, the eager host's costs where a row
 // launches eagerly (starting where the first such row's stack puts them), attention efficiency only
-// where the rows run the fused kernel (the unfused one is GEMMs).
+// where the rows run the fused kernel (the unfused one is GEMMs), the all-to-all's efficiency where
+// they are MoE.
 std::vector<Knob> KnobsFor(const std::vector<RowSet>& sets, ConstantsFit& fit) {
   GpuCalibration& c = fit.gpu;
-  bool fused = false;
+  bool fused = false, moe = false;
   for (const RowSet& set : sets) {
     for (const PublishedRun& r : set.runs) {
       fused = fused || r.scenario.layout().kernels().flash_attention();
+      moe = moe || r.scenario.model().has_moe();
       if (LaunchesEagerly(r) && !fit.host) {
         fit.host = EagerHost{r.scenario.layout().kernels().launch_us(), r.scenario.layout().kernels().micro_batch_host_us()};
       }
@@ -151,6 +153,10 @@ std::vector<Knob> KnobsFor(const std::vector<RowSet>& sets, ConstantsFit& fit) {
     knobs.push_back({"micro_batch_host_us", &fit.host->micro_batch_host_us, 400, 0, 5000});
   }
   if (fused) knobs.push_back({"attention_efficiency", &c.attention_efficiency, 0.05, 0.2, 0.95});
+  if (moe) {
+    knobs.push_back({"a2a_efficiency", &c.a2a_efficiency, 0.1, 0.1, 1.0});
+    knobs.push_back({"a2a_overhead_s", &c.a2a_overhead_s, 1e-4, 0, 2e-3});
+  }
   return knobs;
 }
 
@@ -205,6 +211,19 @@ Result<ConstantsFit> FitConstants(const std::vector<RowSet>& all_sets, const Gpu
   ConstantsFit fit;
   fit.gpu = start;
   std::vector<Knob> knobs = KnobsFor(sets, fit);
+  if (!options.knobs.empty()) {
+    std::vector<Knob> chosen;
+    for (const std::string& name : options.knobs) {
+      auto it = std::find_if(knobs.begin(), knobs.end(), [&](const Knob& k) { return name == k.name; });
+      if (it == knobs.end()) {
+        std::string names;
+        for (const Knob& k : knobs) names += std::string(names.empty() ? "" : ", ") + k.name;
+        return Status::BadField("--knob", name, "must name a constant these rows tell apart (" + names + ")");
+      }
+      chosen.push_back(*it);
+    }
+    knobs = chosen;
+  }
   for (const Knob& k : knobs) fit.knobs.push_back({k.name, *k.value, *k.value});
 
   MS_ASSIGN_OR_RETURN(double best, Objective(sets, fit, options.threads));

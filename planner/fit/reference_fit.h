@@ -75,6 +75,8 @@ struct FitOptions {
   // steps: 0.00125 of GEMM efficiency, 0.6 ms of step overhead), or after `max_sweeps` sweeps.
   int halvings = 5;
   int max_sweeps = 40;
+  // Fit only the knobs of these names (FittedKnob::name); empty: every one the rows tell apart.
+  std::vector<std::string> knobs;
   // Called with one line per sweep (and per fold of LeaveOneSourceOut); may be empty.
   std::function<void(const std::string&)> progress;
 };

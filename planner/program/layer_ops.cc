@@ -188,8 +188,17 @@ Op BuildOp(const LayerContext& ctx, const Step& st, const OpPlace& place, double
   return op;
 }
 
-// Chains the steps; with overlap.tp an AG/RS runs beside its adjacent GEMM (the AG before the
-// GEMM that consumes it, the RS after the GEMM that produces it).
+// Whether two consecutive steps run side by side: with overlap.tp an AG and the GEMM that consumes
+// it, a GEMM and the RS of its output; with overlap.ep an all-to-all and its adjacent expert GEMM
+// (in fact another micro-batch's, which the overlapped schedule runs in between).
+bool RunsBeside(const LayerContext& ctx, OpKind a, OpKind b) {
+  if (ctx.overlap_tp && ((a == TP_ALL_GATHER && IsGemm(b)) || (IsGemm(a) && b == TP_REDUCE_SCATTER))) return true;
+  const bool expert_a = a == EXPERT_UP_GEMM || a == EXPERT_DOWN_GEMM;
+  const bool expert_b = b == EXPERT_UP_GEMM || b == EXPERT_DOWN_GEMM;
+  return ctx.overlap_ep && ((IsEpAllToAll(a) && expert_b) || (expert_a && IsEpAllToAll(b)));
+}
+
+// Chains the steps, pairs that RunsBeside side by side.
 void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step>& steps,
                const OpPlace& place) {
   std::vector<double> gpu(steps.size()), duration(steps.size());
@@ -200,11 +209,9 @@ void EmitSteps(ProgramWriter& w, const LayerContext& ctx, const std::vector<Step
   }
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& st = steps[i];
-    if (ctx.overlap_tp && i + 1 < steps.size()) {
+    if (i + 1 < steps.size() && RunsBeside(ctx, st.kind, steps[i + 1].kind)) {
       const Step& next = steps[i + 1];
-      const bool ag_then_gemm = st.kind == TP_ALL_GATHER && IsGemm(next.kind);
-      const bool gemm_then_rs = IsGemm(st.kind) && next.kind == TP_REDUCE_SCATTER;
-      if (ag_then_gemm || gemm_then_rs) {
+      {
         w.ChainSideBySide(BuildOp(ctx, st, place, duration[i], gpu[i]),
                           BuildOp(ctx, next, place, duration[i + 1], gpu[i + 1]));
         ++i;

@@ -34,6 +34,7 @@ struct LayerContext {
   const CostModel* cost = nullptr;
   Recompute recompute = RECOMPUTE_NONE;
   bool overlap_tp = false;
+  bool overlap_ep = false;  // layout.overlap.ep: all-to-alls beside the adjacent expert GEMM
   // Multiplies every compute duration: > 1 where the ops run beside overlapped DP communication
   // (CostConstants::overlap_slowdown).
   double compute_scale = 1;

@@ -66,7 +66,7 @@ Status CheckSchedulable(const Scenario& s) {
 // Where stage `stage`'s first EP group sits. A stage's tp x dp ranks, numbered TP-fastest, are
 // regrouped ETP-fastest then EP (Megatron-Core's folding): the group's members are every etp-th.
 EpPlacement EpPlacementOf(const topology::Cluster& cluster, const RankLayout& ranks, int stage,
-                          const LayoutSpec& layout, int gpus_per_node) {
+                          const ModelSpec& model, const LayoutSpec& layout, int gpus_per_node) {
   EpPlacement p;
   p.members = layout.ep();
   p.members_on_node = 0;
@@ -80,6 +80,7 @@ EpPlacement EpPlacementOf(const topology::Cluster& cluster, const RankLayout& ra
       p.network = RouteFigures(cluster, me, peer);
     }
   }
+  SetEpShares(model.moe(), layout.moe_dispatcher(), &p);
   return p;
 }
 
@@ -142,6 +143,7 @@ Result<Plan> BuildPlanWith(const Scenario& resolved, const CostConstants& consta
   in.layer.cost = &cost;
   in.layer.recompute = layout.recompute();
   in.layer.overlap_tp = layout.overlap().tp();
+  in.layer.overlap_ep = layout.overlap().ep();
   in.layers = model.layers();
   in.pp = layout.pp();
   in.vp = layout.virtual_stages();
@@ -155,7 +157,7 @@ Result<Plan> BuildPlanWith(const Scenario& resolved, const CostConstants& consta
   for (int stage = 0; stage < layout.pp(); ++stage) {
     FillLinks(cluster, ranks, stage, layout, in);
     if (model.has_moe()) {
-      in.layer.ep = EpPlacementOf(cluster, ranks, stage, layout, resolved.cluster().gpus_per_node());
+      in.layer.ep = EpPlacementOf(cluster, ranks, stage, model, layout, resolved.cluster().gpus_per_node());
     }
     *plan.add_stages() = BuildStageProgram(stage, in);
   }

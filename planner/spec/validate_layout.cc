@@ -23,6 +23,8 @@ namespace {
 // pipeline stage's tp x dp ranks (Megatron-Core's parallel folding).
 Status ResolveExpertLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec* l) {
   if (!m.has_moe()) {
+    MS_CHECK_FIELD(!l->overlap().ep(), "layout.overlap.ep", std::string("true"),
+                   "must be false for a dense model (it overlaps the MoE all-to-alls)");
     MS_CHECK_FIELD(l->ep() == 1, "layout.ep", l->ep(), "must be 1 for a dense model (expert parallelism needs model.moe)");
     MS_CHECK_FIELD(l->etp() == 1, "layout.etp", l->etp(), "must be 1 for a dense model (expert TP needs model.moe)");
     return Status::Ok();
@@ -46,6 +48,8 @@ Status ResolveExpertLayout(const ClusterSpec& c, const ModelSpec& m, LayoutSpec*
                  "on each rank's sequence shard, as Megatron-Core requires)");
   l->set_ep(l->ep());
   l->set_etp(l->etp());
+  l->set_moe_dispatcher(l->moe_dispatcher());
+  l->mutable_overlap()->set_ep(l->overlap().ep());
   return Status::Ok();
 }
 

@@ -115,8 +115,16 @@ std::vector<BadCase> Cases() {
       {"moe_no_moe_layer", Replace(v, "preset: \"gpt-tiny\"",
                                    "preset: \"gpt-tiny\" moe { num_experts: 8 top_k: 2 first_dense_layers: 4 }"),
        {"model.moe.first_dense_layers = 4", "must be between 0 and 3"}},
-      {"moe_not_modelled_yet", Replace(v, "preset: \"gpt-tiny\"", "preset: \"mixtral-8x7b\""),
-       {"model.moe: an MoE model (8 experts, top 2, 32 MoE layers of 32)", "do not model experts yet"}},
+      {"moe_ep_not_dividing_experts",
+       Replace(Replace(v, "preset: \"gpt-tiny\"", "preset: \"gpt-tiny\" moe { num_experts: 8 top_k: 2 }"), "dp: 4 }",
+               "dp: 4 ep: 3 }"),
+       {"layout.ep = 3", "must divide model.moe.num_experts (8)"}},
+      {"moe_ep_groups_beyond_the_stage",
+       Replace(Replace(v, "preset: \"gpt-tiny\"", "preset: \"gpt-tiny\" moe { num_experts: 8 top_k: 2 }"), "dp: 4 }",
+               "dp: 4 ep: 8 etp: 2 }"),
+       {"layout.ep x layout.etp = 8 x 2 = 16", "must divide layout.tp x layout.dp (8)"}},
+      {"ep_on_a_dense_model", Replace(v, "dp: 4 }", "dp: 4 ep: 2 }"),
+       {"layout.ep = 2", "must be 1 for a dense model"}},
   };
 }
 

@@ -27,9 +27,12 @@ TEST(OpKinds, OneRowPerKindInEnumOrder) {
     EXPECT_TRUE(names.insert(rows[i].name).second) << "name '" << rows[i].name << "' twice";
   }
   EXPECT_EQ(FindOpKind(-1), nullptr);
-  EXPECT_EQ(FindOpKind(13), nullptr);  // a gap in OpKind's numbers
+  EXPECT_EQ(FindOpKind(19), nullptr);  // a gap in OpKind's numbers
   EXPECT_EQ(FindOpKind(OpKind_MAX + 1), nullptr);
 }
+
+const std::set<OpKind> kMoeKinds = {MOE_ROUTER,       MOE_PERMUTE,   EXPERT_UP_GEMM, EXPERT_ACT,
+                                    EXPERT_DOWN_GEMM, MOE_UNPERMUTE, EP_DISPATCH,    EP_COMBINE};
 
 TEST(OpKinds, RowsAgreeWithThemselves) {
   for (const OpKindRow& r : OpKindTable()) {
@@ -41,7 +44,12 @@ TEST(OpKinds, RowsAgreeWithThemselves) {
         EXPECT_EQ(r.group, NO_GROUP);
         EXPECT_EQ(r.collective, Collective::kNone);
         EXPECT_NE(r.cost, CostClass::kNone);
-        EXPECT_TRUE(r.handler == ExecHandler::kModel || r.handler == ExecHandler::kOptimizerStep);
+        // The MoE kinds are planned only: the executor refuses a plan holding them.
+        if (kMoeKinds.count(r.kind)) {
+          EXPECT_EQ(r.handler, ExecHandler::kNone);
+        } else {
+          EXPECT_TRUE(r.handler == ExecHandler::kModel || r.handler == ExecHandler::kOptimizerStep);
+        }
         break;
       case OpClass::kTp:
         EXPECT_EQ(r.lane, TP_COMM);
@@ -57,6 +65,13 @@ TEST(OpKinds, RowsAgreeWithThemselves) {
         EXPECT_EQ(r.lane, DP_COMM);
         EXPECT_EQ(r.group, DP_GROUP);
         EXPECT_EQ(r.handler, ExecHandler::kDpBucket);
+        break;
+      case OpClass::kEp:
+        EXPECT_EQ(r.lane, TP_COMM);
+        EXPECT_EQ(r.group, EP_GROUP);
+        EXPECT_EQ(r.collective, Collective::kAllToAll);
+        EXPECT_TRUE(kMoeKinds.count(r.kind));
+        EXPECT_EQ(r.handler, ExecHandler::kNone);
         break;
       case OpClass::kHost:
       case OpClass::kOther:
@@ -81,7 +96,8 @@ TEST(OpKinds, WhatFeedsComputeAndWhatOnlyTheOptimizerWaitsFor) {
     if (FeedsCompute(r)) feeds.insert(r.kind);
     if (IsGradientReduction(r)) reductions.insert(r.kind);
   }
-  EXPECT_EQ(feeds, (std::set<OpKind>{TP_ALL_GATHER, TP_REDUCE_SCATTER, TP_ALL_REDUCE, PP_RECV, DP_ALL_GATHER}));
+  EXPECT_EQ(feeds, (std::set<OpKind>{TP_ALL_GATHER, TP_REDUCE_SCATTER, TP_ALL_REDUCE, PP_RECV, DP_ALL_GATHER,
+                                      EP_DISPATCH, EP_COMBINE}));
   EXPECT_EQ(reductions, (std::set<OpKind>{DP_REDUCE_SCATTER, DP_ALL_REDUCE}));
   EXPECT_TRUE(KindIs(PP_SEND, OpClass::kPp));
   EXPECT_FALSE(KindIs(TP_ALL_GATHER, OpClass::kPp));
