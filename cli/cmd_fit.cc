@@ -44,7 +44,8 @@ int MapeRows(const std::vector<PublishedRun>& runs) {
 void PrintKnobs(const ConstantsFit& fit) {
   std::printf("  %-24s %12s %12s\n", "constant", "stored", "fitted");
   for (const FittedKnob& k : fit.knobs) std::printf("  %-24s %12.4g %12.4g\n", k.name.c_str(), k.start, k.fitted);
-  std::printf("  objective %.4f at the stored constants, %.4f fitted (mean over files of MAPE + worst-row term)\n",
+  std::printf("  objective %.4f at the stored constants, %.4f fitted (mean over files of the mean over their sources "
+              "of each source's MAPE, + worst-row term)\n",
               fit.objective_start, fit.objective);
 }
 

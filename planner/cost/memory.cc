@@ -52,8 +52,7 @@ double LayerActivationBytes(const ModelSpec& model, const LayoutSpec& layout, in
   const double ffn_ratio = static_cast<double>(model.ffn_hidden() > 0 ? model.ffn_hidden() : 4 * model.hidden()) /
                            model.hidden();
   // K's and V's width, and Q's (and the projection input's), over hidden.
-  const double kv_heads = model.kv_heads() > 0 ? model.kv_heads() : model.heads();
-  const double kv_ratio = kv_heads * HeadDim(model) / model.hidden();
+  const double kv_ratio = KvWidth(model) / model.hidden();
   const double q_ratio = AttentionWidth(model) / model.hidden();
   // Every TP rank holds the whole sequence of these, unless SP shards it: the LayerNorms' inputs
   // (2 x 2 sbh), the QKV and first MLP GEMMs' inputs (2 x 2 sbh), two dropout masks (2 x sbh).

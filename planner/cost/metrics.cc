@@ -12,15 +12,14 @@ namespace {
 // scores and the weighted sum 2 x s_eff x heads x head_dim each (full rows, not halved for causality).
 double LayerForwardFlopsPerToken(const ModelSpec& m, AttentionCount count) {
   const double h = m.hidden();
-  const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
-  const double head_dim = HeadDim(m), attn = AttentionWidth(m);
+  const double attn = AttentionWidth(m);
   const double ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * h;
   const double s_eff =
       m.sliding_window() > 0 ? std::min<double>(m.sliding_window(), m.seq_len()) : m.seq_len();
-  const double qkv = 2.0 * h * (attn + 2.0 * kv * head_dim);
+  const double qkv = 2.0 * h * QkvOutWidth(m);
   const double causal = count == AttentionCount::kCausal ? 1.0 - s_eff / (2.0 * m.seq_len()) : 1.0;
   const double attention = 2.0 * 2.0 * s_eff * attn * causal;
-  const double proj = 2.0 * h * attn;
+  const double proj = 2.0 * h * ProjectionInputWidth(m);
   const double mlp = 2.0 * (m.gated_mlp() ? 3.0 : 2.0) * h * ffn;
   return qkv + attention + proj + mlp;
 }

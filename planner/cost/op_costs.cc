@@ -16,9 +16,10 @@ namespace {
 struct Widths {
   double h, ffn;
   double up;        // the up GEMM's output width: ffn, or 2 x ffn (gate and value) when gated
-  double attn;      // heads x head_dim: Q's width, the projection's input (h unless head_dim says)
-  double qkv_out;   // attn + 2 x kv_heads x head_dim
-  double kv_width;  // kv_heads x head_dim
+  double attn;      // the core's mean width (model_shape.h AttentionWidth: heads x head_dim)
+  double proj_in;   // the output projection's input (heads x head_dim; MLA heads x v_head_dim)
+  double qkv_out;   // attn + 2 x kv_heads x head_dim; MLA its projections' weights over h
+  double kv_width;  // kv_heads x head_dim: K's and V's mean width
 };
 
 Widths WidthsOf(const ModelSpec& m) {
@@ -26,10 +27,10 @@ Widths WidthsOf(const ModelSpec& m) {
   w.h = m.hidden();
   w.ffn = m.ffn_hidden() > 0 ? m.ffn_hidden() : 4.0 * w.h;
   w.up = m.gated_mlp() ? 2.0 * w.ffn : w.ffn;
-  const double kv = m.kv_heads() > 0 ? m.kv_heads() : m.heads();
   w.attn = AttentionWidth(m);
-  w.kv_width = kv * HeadDim(m);
-  w.qkv_out = w.attn + 2.0 * w.kv_width;
+  w.proj_in = ProjectionInputWidth(m);
+  w.kv_width = KvWidth(m);
+  w.qkv_out = QkvOutWidth(m);
   return w;
 }
 
@@ -89,7 +90,7 @@ struct KindWork {
 constexpr double kAct = kActivationBytes;
 const KindWork kWork[] = {
     {QKV_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.qkv_out / d.t, d.h}; }, nullptr, 2},
-    {ATTN_PROJ_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.h, d.attn / d.t}; }, nullptr, 2},
+    {ATTN_PROJ_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.h, d.proj_in / d.t}; }, nullptr, 2},
     {FFN_UP_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.up / d.t, d.h}; }, nullptr, 2},
     {FFN_DOWN_GEMM, [](const Dims& d) { return GemmDims{d.tokens, d.h, d.ffn / d.t}; }, nullptr, 2},
     {LM_HEAD, [](const Dims& d) { return GemmDims{d.tokens, d.v / d.t, d.h}; }, nullptr, 2},
@@ -267,7 +268,7 @@ double PpActivationBytes(const OpShape& shape) {
 namespace {
 
 // Weights and biases of QKV and the projection; two LayerNorms (gain, bias).
-double AttentionParams(const Widths& w) { return w.h * w.qkv_out + w.qkv_out + w.attn * w.h + w.h + 4.0 * w.h; }
+double AttentionParams(const Widths& w) { return w.h * w.qkv_out + w.qkv_out + w.proj_in * w.h + w.h + 4.0 * w.h; }
 
 // Weights and biases of an MLP of inner size ffn: up (gate and value when gated) and down.
 double MlpParams(const ModelSpec& m, double ffn) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -160,14 +161,30 @@ std::vector<Knob> KnobsFor(const std::vector<RowSet>& sets, ConstantsFit& fit) {
   return knobs;
 }
 
-// The mean over files of each file's MAPE plus, where the file asks, a term for its worst row.
+// The mean over a file's sources of each source's MAPE: a source weighs the same whatever its rows
+// (one source's many configurations do not outvote another's few).
+double SourceMape(const std::vector<PublishedRun>& runs, const std::vector<RunPrediction>& predictions) {
+  std::map<std::string, std::pair<double, int>> by_source;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].in_mape) continue;
+    auto& [sum, rows] = by_source[runs[i].source];
+    sum += std::fabs(predictions[i].error);
+    ++rows;
+  }
+  double mean = 0;
+  for (const auto& [source, s] : by_source) mean += s.first / s.second;
+  return by_source.empty() ? 0 : mean / by_source.size();
+}
+
+// The mean over files of each file's source-weighted MAPE plus, where the file asks, a term for
+// its worst row.
 Result<double> Objective(const std::vector<RowSet>& sets, const ConstantsFit& fit, int threads) {
   double sum = 0;
   int n = 0;
   for (const RowSet& set : sets) {
     if (set.runs.empty()) continue;
     MS_ASSIGN_OR_RETURN(const std::vector<RunPrediction> res, PredictWithFit(set.runs, fit, threads));
-    sum += Mape(set.runs, res) + (set.worst_term ? 2 * std::max(0.0, WorstError(set.runs, res) - 0.085) : 0);
+    sum += SourceMape(set.runs, res) + (set.worst_term ? 2 * std::max(0.0, WorstError(set.runs, res) - 0.085) : 0);
     ++n;
   }
   return n ? sum / n : 0;

@@ -43,6 +43,13 @@ constexpr Preset kPresets[] = {
     {"qwen3-235b-a22b", 94, 4096, 64, 4096, 151936,
      "kv_heads: 4 head_dim: 128 ffn_hidden: 12288 gated_mlp: true tied_embeddings: false dropout: false "
      "moe { num_experts: 128 top_k: 8 moe_ffn_hidden: 1536 }"},
+    // DeepSeek-V3 (config.json of deepseek-ai/DeepSeek-V3): MLA, 3 dense layers then 58 MoE layers
+    // of 256 routed experts (top 8) and a shared one; the multi-token-prediction module left out.
+    {"deepseek-v3", 61, 7168, 128, 4096, 129280,
+     "kv_heads: 128 ffn_hidden: 18432 gated_mlp: true tied_embeddings: false dropout: false "
+     "mla { q_lora_rank: 1536 kv_lora_rank: 512 qk_nope_head_dim: 128 qk_rope_head_dim: 64 v_head_dim: 128 } "
+     "moe { num_experts: 256 top_k: 8 moe_ffn_hidden: 2048 shared_experts: 1 first_dense_layers: 3 "
+     "router_balance: AUX_FREE }"},
 };
 
 }  // namespace

@@ -7,6 +7,27 @@
 namespace megascale::validation {
 namespace {
 
+// model.mla's rules and defaults: every head its own latent-projected K and V (no GQA), the head
+// dims from the block, not model.head_dim.
+Status ResolveMla(ModelSpec* m) {
+  MlaSpec* a = m->mutable_mla();
+  if (!a->has_kv_lora_rank()) return Status::InvalidInput("model.mla.kv_lora_rank is missing (the key/value latent's rank)");
+  if (!a->has_qk_nope_head_dim()) return Status::InvalidInput("model.mla.qk_nope_head_dim is missing");
+  if (!a->has_v_head_dim()) return Status::InvalidInput("model.mla.v_head_dim is missing");
+  MS_CHECK_RANGE(a->q_lora_rank(), 0, 1 << 16, "model.mla.q_lora_rank", "0 = no query compression");
+  MS_CHECK_RANGE(a->kv_lora_rank(), 1, 1 << 16, "model.mla.kv_lora_rank", "");
+  MS_CHECK_RANGE(a->qk_nope_head_dim(), 1, 4096, "model.mla.qk_nope_head_dim", "");
+  MS_CHECK_RANGE(a->qk_rope_head_dim(), 0, 4096, "model.mla.qk_rope_head_dim", "");
+  MS_CHECK_RANGE(a->v_head_dim(), 1, 4096, "model.mla.v_head_dim", "");
+  MS_CHECK_FIELD(m->kv_heads() == m->heads(), "model.kv_heads", m->kv_heads(),
+                 "must equal model.heads (" + Num(m->heads()) + ") with model.mla: each head has its own K and V");
+  MS_CHECK_FIELD(m->head_dim() == 0, "model.head_dim", m->head_dim(),
+                 "must be 0 with model.mla, whose head dims are qk_nope + qk_rope and v_head_dim");
+  a->set_q_lora_rank(a->q_lora_rank());
+  a->set_qk_rope_head_dim(a->qk_rope_head_dim());
+  return Status::Ok();
+}
+
 // model.moe's rules and defaults. REQUIRES: the rest of the model resolved.
 Status ResolveMoe(ModelSpec* m) {
   MoeSpec* e = m->mutable_moe();
@@ -85,6 +106,7 @@ Status ResolveModel(ModelSpec* m) {
   m->set_gated_mlp(m->gated_mlp());
   m->set_tied_embeddings(m->tied_embeddings());
   m->set_dropout(m->dropout());
+  if (m->has_mla()) MS_RETURN_IF_ERROR(ResolveMla(m));
   if (m->has_moe()) return ResolveMoe(m);
   return Status::Ok();
 }

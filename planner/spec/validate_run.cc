@@ -36,6 +36,8 @@ Status CheckRunFaults(const FaultSpec& f) {
 Status CheckRunnableModel(const ModelSpec& m) {
   ModelSpec resolved = m;
   MS_RETURN_IF_ERROR(ResolveModel(&resolved));
+  MS_CHECK_FIELD(!resolved.has_mla(), "model.mla", std::string("set"),
+                 "the executor's attention is multi-head: MLA models are planned only (docs/moe.md)");
   MS_CHECK_FIELD(!resolved.has_moe(), "model.moe", resolved.has_moe() ? Num(resolved.moe().num_experts()) + " experts" : "",
                  "the executor runs dense models: MoE models are planned only (docs/moe.md)");
   // The executor's GPT is GPT-2's MLP (GeLU), without dropout (model.dropout is memory only).

@@ -8,6 +8,7 @@
 #include "planner/cost/metrics.h"
 #include "planner/cost/op_costs.h"
 #include "planner/spec/model_presets.h"
+#include "planner/spec/model_shape.h"
 #include "planner/spec/moe_layers.h"
 #include "planner/spec/scenario_io.h"
 #include "planner/spec/validate.h"
@@ -32,11 +33,27 @@ TEST(MoeModel, PresetsHaveTheirPublishedParameterCounts) {
   };
   for (const Published& p : {Published{"mixtral-8x7b", 46.7, 12.9}, Published{"mixtral-8x22b", 141, 39},
                              Published{"qwen2-57b-a14b", 57, 14}, Published{"qwen3-30b-a3b", 30.5, 3.3},
-                             Published{"qwen3-235b-a22b", 235, 22}}) {
+                             Published{"qwen3-235b-a22b", 235, 22}, Published{"deepseek-v3", 671, 37}}) {
     const ParamCounts c = ModelParamCounts(Preset(p.preset));
     EXPECT_NEAR(c.total / 1e9, p.total_b, 0.025 * p.total_b) << p.preset;
     EXPECT_NEAR(c.active / 1e9, p.active_b, 0.025 * p.active_b) << p.preset;
   }
+}
+
+// MLA's projections through their latents (DeepSeek-V3's sizes): the weights from hidden to Q, K
+// and V, and the core's FLOPs a token over scores of qk_nope + qk_rope dims and values of v_head_dim.
+TEST(MoeModel, LatentAttentionCountsItsProjectionsAndItsTwoHeadDims) {
+  const ModelSpec m = Preset("deepseek-v3");
+  const double h = 7168, heads = 128;
+  const double q = h * 1536 + 1536 * heads * 192, kv = h * (512 + 64) + 512 * heads * (128 + 128);
+  EXPECT_DOUBLE_EQ(QkvOutWidth(m) * h, q + kv);
+  EXPECT_DOUBLE_EQ(ProjectionInputWidth(m), heads * 128);
+  EXPECT_EQ(HeadDim(m), 192);
+  // 2 s (heads x 192) for the scores and 2 s (heads x 128) for the weighted sum: 4 s x the mean.
+  EXPECT_DOUBLE_EQ(4 * AttentionWidth(m), 2 * heads * 192 + 2 * heads * 128);
+  ModelSpec plain = Preset("gpt-1.3b");
+  EXPECT_DOUBLE_EQ(QkvOutWidth(plain), 3.0 * plain.hidden());
+  EXPECT_DOUBLE_EQ(ProjectionInputWidth(plain), plain.hidden());
 }
 
 TEST(MoeModel, ADenseModelsActiveParametersAreAllOfThem) {
