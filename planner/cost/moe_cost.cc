@@ -59,7 +59,9 @@ void SetEpShares(const MoeSpec& moe, MoeDispatcher dispatcher, EpPlacement* plac
   place->nvlink_share = (m - 1) / n;
   place->network_share = (n - m) / n;
   if (dispatcher != NODE_DEDUP || place->members_on_node >= place->members) return;
-  const int nodes = place->members / std::max(1, place->members_on_node);
+  // Members spread unevenly (ep not a multiple of a node's share) count as whole nodes.
+  const int on_node = std::max(1, place->members_on_node);
+  const int nodes = (place->members + on_node - 1) / on_node;
   const double hit = ExpectedNodesHit(moe.num_experts(), moe.top_k(), nodes);
   // The token's own node is hit with the same chance as any other: (nodes - 1) / nodes of the
   // hits are remote; each carries one copy of the token, top_k copies being the bytes' unit.

@@ -109,6 +109,30 @@ TEST(MoeCost, ExpectedNodesHitCountsDistinctNodes) {
   EXPECT_NEAR(ExpectedNodesHit(8, 8, 8), 8, 1e-12);
 }
 
+TEST(MoeCost, NodeDedupSendsATokenOnceANodeAcrossTheNetwork) {
+  MoeSpec e;
+  e.set_num_experts(128);
+  e.set_top_k(8);
+  EpPlacement copies;
+  copies.members = 32;
+  copies.members_on_node = 8;
+  EpPlacement dedup = copies;
+  SetEpShares(e, ALLTOALL, &copies);
+  EXPECT_DOUBLE_EQ(copies.network_share, 24.0 / 32);
+  EXPECT_DOUBLE_EQ(copies.nvlink_share, 7.0 / 32);
+  SetEpShares(e, NODE_DEDUP, &dedup);
+  // 4 nodes: a token needs each other node with the chance ExpectedNodesHit gives one node.
+  EXPECT_DOUBLE_EQ(dedup.network_share, ExpectedNodesHit(128, 8, 4) * 3 / 4 / 8);
+  EXPECT_LT(dedup.network_share, copies.network_share);
+  EXPECT_DOUBLE_EQ(dedup.nvlink_share, 31.0 / 32);
+  // 12 members, 8 on the node: the other 4 are across the network still.
+  EpPlacement uneven;
+  uneven.members = 12;
+  uneven.members_on_node = 8;
+  SetEpShares(e, NODE_DEDUP, &uneven);
+  EXPECT_GT(uneven.network_share, 0);
+}
+
 TEST(MoeCost, BusiestRankLoadFollowsTheRouting) {
   MoeSpec e;
   e.set_num_experts(64);
