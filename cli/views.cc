@@ -8,6 +8,7 @@
 
 #include "planner/cost/collective_cost.h"
 #include "planner/cost/memory.h"
+#include "planner/cost/moe_cost.h"
 #include "planner/program/dp_collectives.h"
 #include "planner/search/search.h"
 #include "planner/search/search_inverse.h"
@@ -150,14 +151,16 @@ std::string MoeLine(const Plan& plan) {
   const LayoutSpec& l = plan.layout();
   const MoeCost c = MoeCostOf(plan);
   const double step = plan.prediction().iteration_time_s();
-  char buf[512];
+  char buf[640];
   std::snprintf(buf, sizeof(buf),
-                "moe           EP %d x ETP %d (expert-DP %d), %s dispatcher%s; all-to-alls %.3f s a step on the "
-                "busiest stage (%.1f%% of the step), expert GEMMs %.3f s (%.1f%%)\n",
+                "moe           EP %d x ETP %d (expert-DP %d), %s dispatcher%s; busiest EP rank %.2fx the mean "
+                "load (routing spread %g); all-to-alls %.3f s a step on the busiest stage (%.1f%% of the step), "
+                "expert GEMMs %.3f s (%.1f%%)\n",
                 l.ep(), l.etp(), ExpertDataParallel(l.tp(), l.dp(), l.ep() * l.etp()),
                 l.moe_dispatcher() == NODE_DEDUP ? "node-dedup" : "all-to-all",
-                l.overlap().ep() ? ", overlapped with expert compute" : "", c.all_to_all_s,
-                step > 0 ? 100 * c.all_to_all_s / step : 0, c.experts_s, step > 0 ? 100 * c.experts_s / step : 0);
+                l.overlap().ep() ? ", overlapped with expert compute" : "", BusiestRankLoad(plan.model().moe(), l.ep()),
+                RoutingSpread(plan.model().moe()), c.all_to_all_s, step > 0 ? 100 * c.all_to_all_s / step : 0,
+                c.experts_s, step > 0 ? 100 * c.experts_s / step : 0);
   return buf;
 }
 
@@ -171,6 +174,8 @@ nlohmann::json MoeJson(const Plan& plan) {
           {"expert_dp", ExpertDataParallel(l.tp(), l.dp(), l.ep() * l.etp())},
           {"dispatcher", MoeDispatcher_Name(l.moe_dispatcher())},
           {"overlap_ep", l.overlap().ep()},
+          {"busiest_rank_load", BusiestRankLoad(plan.model().moe(), l.ep())},
+          {"routing_spread", RoutingSpread(plan.model().moe())},
           {"all_to_all_s", c.all_to_all_s},
           {"all_to_all_share", step > 0 ? c.all_to_all_s / step : 0.0},
           {"expert_gemms_s", c.experts_s}};

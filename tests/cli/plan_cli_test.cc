@@ -106,5 +106,38 @@ TEST(PlanCli, MegaScalesOwnStackHasNoHostWait) {
   EXPECT_EQ(json::parse(js.out)["breakdown"]["host_wait_s"].get<double>(), 0.0);
 }
 
+// An MoE plan says how its experts are laid out and what their all-to-alls cost: the `moe` line and
+// the JSON's "moe" object; a trained router's uneven load lengthens the step and raises the
+// busiest rank's load; a dense plan has neither.
+TEST(PlanCli, AnMoePlanSaysWhatItsAllToAllsCost) {
+  const std::string path = std::string(MEGASCALE_SOURCE_DIR) + "/scenarios/moe-mixtral-8x22b-128.textproto";
+  auto text = RunCli("plan " + path);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("moe           EP 8 x ETP 1 (expert-DP 2), all-to-all dispatcher"), std::string::npos)
+      << text.out;
+  auto js = RunCli("plan --json " + path);
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const json moe = json::parse(js.out)["moe"];
+  EXPECT_EQ(moe["ep"].get<int>(), 8);
+  EXPECT_EQ(moe["busiest_rank_load"].get<double>(), 1.0);  // forced balance
+  const double share = moe["all_to_all_share"].get<double>();
+  EXPECT_GT(share, 0.0);
+  EXPECT_LT(share, 1.0);
+
+  std::string uneven = testing::Slurp(path);
+  const std::string forced = "router_balance: FORCED_BALANCE capacity_factor: 1";
+  ASSERT_NE(uneven.find(forced), std::string::npos);
+  uneven.replace(uneven.find(forced), forced.size(), "router_balance: AUX_LOSS routing_spread: 0.05");
+  auto routed = RunCli("plan --json " + testing::WriteTemp("moe-routed.textproto", uneven));
+  ASSERT_EQ(routed.exit_code, 0) << routed.err;
+  const json r = json::parse(routed.out);
+  EXPECT_GT(r["moe"]["busiest_rank_load"].get<double>(), 1.0);
+  EXPECT_GT(r["iteration_time_s"].get<double>(), json::parse(js.out)["iteration_time_s"].get<double>());
+
+  auto dense = RunCli("plan --json " + std::string(MEGASCALE_SOURCE_DIR) + "/scenarios/small-64.textproto");
+  ASSERT_EQ(dense.exit_code, 0) << dense.err;
+  EXPECT_FALSE(json::parse(dense.out).contains("moe"));
+}
+
 }  // namespace
 }  // namespace megascale
