@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "planner/cost/moe_cost.h"
 #include "planner/cost/op_costs.h"
 #include "planner/spec/model_shape.h"
 #include "planner/spec/moe_layers.h"
@@ -85,15 +86,15 @@ namespace {
 // counts): the routed experts' inputs, up outputs and activations at the busiest rank's load, the
 // permuted copies each way, less the dense MLP's activations, plus the shared experts'.
 double MoeExtraActivationBytes(const ModelSpec& model, const LayoutSpec& layout, int micro_batch) {
-  OpShape shape = OpShapeOf(model, layout, micro_batch);
   const double t = layout.tp();
   const double tokens = static_cast<double>(micro_batch) * model.seq_len();
   const double h = model.hidden();
   const double gate = model.gated_mlp() ? 3.0 : 2.0;  // up's output(s) and the activation's
   const double dense_ffn = model.ffn_hidden() > 0 ? model.ffn_hidden() : 4.0 * h;
-  const double shared_ffn = static_cast<double>(model.moe().shared_experts()) * (model.moe().shared_experts() > 0 ? SharedFfn(model) : 0);
-  const double rows = tokens / t * model.moe().top_k() * layout.etp() * shape.moe_load;
-  const double routed = rows * (h + gate * RoutedFfn(model) / layout.etp()) + 2.0 * tokens / t * model.moe().top_k() * h;
+  const MoeSpec& e = model.moe();
+  const double shared_ffn = e.shared_experts() > 0 ? static_cast<double>(e.shared_experts()) * SharedFfn(model) : 0.0;
+  const double rows = tokens / t * e.top_k() * layout.etp() * BusiestRankLoad(e, layout.ep());
+  const double routed = rows * (h + gate * RoutedFfn(model) / layout.etp()) + 2.0 * tokens / t * e.top_k() * h;
   return kActivationBytes * (routed + gate * tokens * (shared_ffn - dense_ffn) / t);
 }
 

@@ -16,11 +16,6 @@ constexpr double kUnboundedHbmGb = 1e5;
 
 bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-std::string RowName(const std::string& what, size_t i, const CsvRow& r) {
-  auto model = r.find("model");
-  return what + " row " + std::to_string(i + 1) + (model != r.end() && !model->second.empty() ? " (" + model->second + ")" : "");
-}
-
 const char* const kColumns[] = {"source", "model", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                                 "moe_ffn_hidden", "num_experts", "top_k", "shared_experts", "seq_len", "vocab",
                                 "gpu", "num_gpus", "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch",
@@ -219,18 +214,20 @@ Result<PublishedRun> RunOf(const CsvRow& r, const std::string& row) {
   return run;
 }
 
-// Runs measured with forced balance and with a trained router, the rest alike.
+// Runs measured with forced balance and with a trained router (dropless), the rest alike: the
+// same label and layout text but for its last word, which names the routing (RunOf).
 std::vector<MoeRows::Pair> PairsOf(const std::vector<PublishedRun>& runs) {
+  auto alike = [](const PublishedRun& r) { return r.label + r.layout.substr(0, r.layout.rfind(' ')); };
+  auto routing = [](const PublishedRun& r) -> const MoeSpec& { return r.scenario.model().moe(); };
   std::map<std::string, size_t> forced;
   for (size_t i = 0; i < runs.size(); ++i) {
-    const std::string& l = runs[i].layout;
-    if (l.size() > 7 && l.compare(l.size() - 7, 7, " forced") == 0) forced[runs[i].label + l.substr(0, l.size() - 7)] = i;
+    if (routing(runs[i]).router_balance() == FORCED_BALANCE) forced[alike(runs[i])] = i;
   }
   std::vector<MoeRows::Pair> pairs;
   for (size_t i = 0; i < runs.size(); ++i) {
-    const std::string& l = runs[i].layout;
-    if (l.size() <= 7 || l.compare(l.size() - 7, 7, " routed") != 0) continue;
-    auto it = forced.find(runs[i].label + l.substr(0, l.size() - 7));
+    const MoeSpec& e = routing(runs[i]);
+    if (e.router_balance() == FORCED_BALANCE || e.capacity_factor() > 0) continue;
+    auto it = forced.find(alike(runs[i]));
     if (it != forced.end()) pairs.push_back({it->second, i});
   }
   return pairs;
@@ -241,7 +238,7 @@ std::vector<MoeRows::Pair> PairsOf(const std::vector<PublishedRun>& runs) {
 Result<MoeRows> MoeReferenceRuns(const std::vector<CsvRow>& rows, const std::string& what) {
   MoeRows out;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const std::string row = RowName(what, i, rows[i]);
+    const std::string row = CsvRowName(what, i, rows[i]);
     MS_RETURN_IF_ERROR(CheckRow(rows[i], row));
     if (rows[i].at("num_experts").empty()) continue;
     const std::string skip = SkipReason(rows[i]);

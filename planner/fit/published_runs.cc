@@ -20,12 +20,6 @@ bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// "calibration.csv row 3 (GPT-1.7B)": rows count from 1 after the header.
-std::string RowName(const std::string& what, size_t i, const CsvRow& r) {
-  auto model = r.find("model");
-  return what + " row " + std::to_string(i + 1) + (model != r.end() && !model->second.empty() ? " (" + model->second + ")" : "");
-}
-
 // Every column there, every numeric cell a number in its range (tp, pp, dp, vp at most the GPUs),
 // a measurement > 0 and finite, so that the rules below read cells (Int, Num) without failing and
 // their products stay within int64.
@@ -188,6 +182,11 @@ Result<double> MeasuredSeconds(const CsvRow& r, const Scenario& s, Measure* how)
 
 }  // namespace
 
+std::string CsvRowName(const std::string& what, size_t i, const CsvRow& r) {
+  auto model = r.find("model");
+  return what + " row " + std::to_string(i + 1) + (model != r.end() && !model->second.empty() ? " (" + model->second + ")" : "");
+}
+
 ClusterSpec DgxClusterOf(const CsvRow& r) {
   ClusterSpec c;
   const bool h100 = Has(r.at("gpu"), "H100");
@@ -330,11 +329,11 @@ Result<PublishedRun> RunOf(const CsvRow& r, const StatedSplits& stated, const st
 }  // namespace
 
 Result<std::vector<PublishedRun>> PublishedRuns(const std::vector<CsvRow>& rows, const std::string& what) {
-  for (size_t i = 0; i < rows.size(); ++i) MS_RETURN_IF_ERROR(CheckRow(rows[i], RowName(what, i, rows[i])));
+  for (size_t i = 0; i < rows.size(); ++i) MS_RETURN_IF_ERROR(CheckRow(rows[i], CsvRowName(what, i, rows[i])));
   const StatedSplits stated = SplitsStated(rows);
   std::vector<PublishedRun> runs;
   for (size_t i = 0; i < rows.size(); ++i) {
-    MS_ASSIGN_OR_RETURN(PublishedRun run, RunOf(rows[i], stated, RowName(what, i, rows[i])));
+    MS_ASSIGN_OR_RETURN(PublishedRun run, RunOf(rows[i], stated, CsvRowName(what, i, rows[i])));
     runs.push_back(std::move(run));
   }
   return runs;

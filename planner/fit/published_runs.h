@@ -35,6 +35,10 @@ struct PublishedRun {
   bool fit_row = true;
 };
 
+// "calibration.csv row 3 (GPT-1.7B)": how messages name row i of file `what` (rows count from 1
+// after the header; the model column where the row has one).
+std::string CsvRowName(const std::string& what, size_t i, const CsvRow& r);
+
 // The cluster a row ran on, by the rule every file's rows share: DGX A100 (Selene: 8 x HDR
 // 200 Gb/s) or DGX H100 (Eos: 8 x NDR 400 Gb/s), rail-optimized, 32 nodes a ToR. REQUIRES: the
 // row's gpu names an A100 or an H100, num_gpus a whole number.

@@ -52,47 +52,32 @@ void RoutedSteps(Phase phase, std::vector<Step>& v) {
 // Whether an MLP (the dense one, or an MoE layer's shared experts) runs.
 bool HasMlp(const OpShape& s) { return !s.moe_layer || s.model.moe().shared_experts() > 0; }
 
-// Forward ops of one layer; `phase` is FORWARD or RECOMPUTE.
+// Forward ops of one layer; `phase` is FORWARD or RECOMPUTE. An MoE layer (validation keeps it to
+// the sequential block) runs its routed experts after the second LayerNorm, then its shared
+// experts (if any) as the MLP.
 void ForwardSteps(const OpShape& s, Phase phase, std::vector<Step>& v) {
   const TpKinds tp = TpKindsOf(s);
   auto enter = [&] { if (tp.enter) Push(v, TP_ALL_GATHER, phase); };
   auto leave = [&] { if (tp.any) Push(v, tp.leave, phase); };
-  if (s.moe_layer) {
-    // Validation keeps MoE to the sequential block.
-    Push(v, LAYERNORM, phase);
-    enter();
-    Push(v, QKV_GEMM, phase);
-    Push(v, ATTENTION, phase);
-    Push(v, ATTN_PROJ_GEMM, phase);
-    leave();
-    Push(v, RESIDUAL_ADD, phase);
-    Push(v, LAYERNORM, phase);
-    RoutedSteps(phase, v);
-    if (HasMlp(s)) {
-      enter();
-      Push(v, FFN_UP_GEMM, phase);
-      Push(v, GELU, phase);
-      Push(v, FFN_DOWN_GEMM, phase);
-      leave();
-    }
-    Push(v, RESIDUAL_ADD, phase);
-    return;
-  }
+  const bool sequential = !s.model.parallel_block();
   Push(v, LAYERNORM, phase);
   enter();
   Push(v, QKV_GEMM, phase);
   Push(v, ATTENTION, phase);
   Push(v, ATTN_PROJ_GEMM, phase);
-  if (!s.model.parallel_block()) {
+  if (sequential) {
     leave();
     Push(v, RESIDUAL_ADD, phase);
     Push(v, LAYERNORM, phase);
-    enter();
   }
-  Push(v, FFN_UP_GEMM, phase);
-  Push(v, GELU, phase);
-  Push(v, FFN_DOWN_GEMM, phase);
-  leave();
+  if (s.moe_layer) RoutedSteps(phase, v);
+  if (HasMlp(s)) {
+    if (sequential) enter();
+    Push(v, FFN_UP_GEMM, phase);
+    Push(v, GELU, phase);
+    Push(v, FFN_DOWN_GEMM, phase);
+    leave();
+  }
   Push(v, RESIDUAL_ADD, phase);
 }
 
@@ -101,6 +86,7 @@ void BackwardSteps(const OpShape& s, Recompute recompute, std::vector<Step>& v) 
   const Phase b = BACKWARD;
   auto enter = [&] { if (tp.enter) Push(v, TP_ALL_GATHER, b); };
   auto leave = [&] { if (tp.any) Push(v, tp.leave, b); };
+  const bool sequential = !s.model.parallel_block();
   if (recompute == RECOMPUTE_FULL) ForwardSteps(s, RECOMPUTE, v);
   Push(v, RESIDUAL_ADD, b);
   if (HasMlp(s)) {
@@ -108,15 +94,10 @@ void BackwardSteps(const OpShape& s, Recompute recompute, std::vector<Step>& v) 
     Push(v, FFN_DOWN_GEMM, b);
     Push(v, GELU, b);
     Push(v, FFN_UP_GEMM, b);
+    if (sequential) leave();
   }
-  if (s.moe_layer) {
-    if (HasMlp(s)) leave();
-    RoutedSteps(b, v);
-    Push(v, LAYERNORM, b);
-    Push(v, RESIDUAL_ADD, b);
-    enter();
-  } else if (!s.model.parallel_block()) {
-    leave();
+  if (s.moe_layer) RoutedSteps(b, v);
+  if (sequential) {
     Push(v, LAYERNORM, b);
     Push(v, RESIDUAL_ADD, b);
     enter();
