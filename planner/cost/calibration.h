@@ -72,7 +72,8 @@ struct GpuCalibration {
   // The entry of `kind` at `group_size`, else the kind's entry for any size, else 1.
   double OpScale(OpKind kind, int group_size = 0) const;
 
-  // --- fitted on the MoE rows of moe-fp8-cp.csv (this GPU type's), the dense rows untouched ---
+  // --- to be fitted on the MoE rows of moe-fp8-cp.csv (this GPU type's), the dense rows
+  // untouched, once a fit passes the fit's rule; none has yet (calibration.cc) ---
   // An MoE all-to-all's achieved share of the bandwidth a ring collective gets on the same links
   // (nvlink_efficiency, network_efficiency): many small point-to-point chunks, one per peer, where
   // a ring streams one large one. 1 where no MoE row pins it.

@@ -49,10 +49,11 @@ TEST(MoeReference, PredictsEveryBf16MoeRow) {
   EXPECT_EQ(rows.pairs.size(), 2u);
   const double mape = Mape(rows.runs, *predicted), worst = WorstError(rows.runs, *predicted);
   std::printf("MAPE %.2f%% over %zu rows, worst %.1f%%\n", 100 * mape, rows.runs.size(), 100 * worst);
-  // Where the model stands (docs/moe.md, "Against the reference": 8.4 %, worst 39 %): a regression
-  // bar, not the target (MAPE 8 %, no row beyond 20 %), which the open terms there have yet to reach.
-  EXPECT_LE(mape, 0.09);
-  EXPECT_LE(worst, 0.40);
+  // Where the model stands (docs/moe.md, "Against the reference": 13.5 %, worst 50 %, no MoE
+  // constant fitted): a regression bar, not the target (MAPE 8 %, no row beyond 20 %), which the
+  // open terms there have yet to reach.
+  EXPECT_LE(mape, 0.14);
+  EXPECT_LE(worst, 0.51);
 }
 
 }  // namespace
